@@ -1,0 +1,76 @@
+"""The ``judgeaudit`` command: run the whole audit or one stage as Prefect flows."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+STAGE_NAMES = ("bootstrap", "generate", "train", "respond", "judge", "audit", "report")
+
+# Prefect's ephemeral server needs longer than its default to start on 2 cores, and
+# telemetry stays off (set before Prefect is imported).
+for _key, _value in {"PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
+                     "DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+                     "TOKENIZERS_PARALLELISM": "false", "HF_HUB_DISABLE_TELEMETRY": "1"}.items():
+    os.environ.setdefault(_key, _value)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="judgeaudit",
+        description="Audit LLM judges for bias: preference leakage and more, as Prefect flows "
+                    "versioned by DVC and validated by Great Expectations.")
+    sub = p.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run the whole audit, or one stage, as a Prefect flow")
+    run.add_argument("stage", nargs="?", choices=STAGE_NAMES,
+                     help="one stage (default: the full DAG, every stage in order)")
+    run.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
+    run.add_argument("--root", default="data", help="data directory (default: data)")
+    val = sub.add_parser("validate", help="check a table file against a stage's data contract")
+    val.add_argument("table", help="prompts, synthetic, responses, judgments, win_rates or pls")
+    val.add_argument("path", help="the table file (.parquet, .jsonl or .csv)")
+    check = sub.add_parser("check-params", help="validate a params file and exit")
+    check.add_argument("--params", default="params.yaml")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from judgeaudit.config import ConfigError, load_params
+    from judgeaudit.schemas.validate import TableValidationError
+    from judgeaudit.tables import InputError
+
+    try:
+        if args.command == "check-params":
+            load_params(args.params)
+            print(f"{args.params}: ok")
+            return 0
+        if args.command == "validate":
+            from judgeaudit.schemas.suites import SUITES
+            from judgeaudit.schemas.validate import validate_table
+            from judgeaudit.tables import read_table
+
+            if args.table not in SUITES:
+                raise InputError(f"unknown table {args.table!r}; known: {sorted(SUITES)}")
+            frame = validate_table(read_table(args.path), args.table, args.path)
+            print(f"{args.path}: {len(frame)} rows pass the {args.table} suite")
+            return 0
+        params = load_params(args.params)  # fail fast, before any server starts
+        if args.stage in (None, "bootstrap") and params.corpus.prompts_file:
+            from judgeaudit.pipeline.bootstrap import make_prompts
+
+            make_prompts(params)
+        from flows.stages import STAGES, full_audit
+
+        flow = STAGES[args.stage] if args.stage else full_audit
+        result = flow(params_path=args.params, root=args.root)
+        print(f"judgeaudit: {args.stage or 'full audit'} done: {result}")
+        return 0
+    except (ConfigError, InputError, TableValidationError, ValueError, FileNotFoundError) as exc:
+        print(f"judgeaudit: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,159 @@
+"""One Prefect flow per pipeline stage; each reads the previous stage's tables from
+disk, validates them (Great Expectations) and writes its own. DVC runs each of these
+as a stage; ``full_audit`` chains them all as one flow."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+from prefect import flow, get_run_logger
+
+from judgeaudit.config import load_params
+from judgeaudit.pipeline.audit import unique_roster
+from judgeaudit.pipeline.judge import comparisons
+from judgeaudit.pipeline.layout import Layout
+from judgeaudit.pipeline.students import student_id
+from judgeaudit.report.leakage_report import write_report
+from judgeaudit.tables import read_table, write_json
+from tasks import units
+
+
+def _read(path: Path, table: str, layout: Layout) -> pd.DataFrame:
+    return units.validate(read_table(path), table, str(path), layout.quarantine)
+
+
+@flow(name="bootstrap")
+def bootstrap_flow(params_path: str = "params.yaml", root: str = "data") -> list[dict]:
+    """Prompt table, tokenizer and the embedded models (real checkpoints are left as they are)."""
+    params, layout = load_params(params_path), Layout(Path(root))
+    prompts = units.validate(units.make_prompts(params), "prompts", "bootstrap", layout.quarantine)
+    built = [n for n, m in params.models.items() if m.build is not None]
+    summaries = []
+    if built:
+        tok = Path(units.build_tokenizer(params, layout.tokenizer))
+        pending = list(built)
+        while pending:  # parents before the models inherited from them
+            ready = [n for n in pending if params.models[n].build.init_from not in pending]
+            for name in ready:
+                parent = params.models[name].build.init_from
+                summaries.append(units.build_model(
+                    params, name, layout.models / name, layout.models / parent if parent else tok))
+            pending = [n for n in pending if n not in ready]
+    units.write(prompts, layout.prompts)
+    write_json(summaries, layout.models / "_summary.json")
+    return summaries
+
+
+@flow(name="generate")
+def generate_flow(params_path: str = "params.yaml", root: str = "data") -> int:
+    """Each generator answers the training prompts."""
+    params, layout = load_params(params_path), Layout(Path(root))
+    prompts = _read(layout.prompts, "prompts", layout)
+    frames = [units.generate_answers(params, g, prompts, Path(params.spec_for(g, layout.models).path),
+                                     layout.root) for g in params.leakage.generators]
+    synthetic = units.validate(pd.concat(frames, ignore_index=True), "synthetic", "generate",
+                               layout.quarantine)
+    units.write(synthetic, layout.synthetic)
+    return len(synthetic)
+
+
+@flow(name="train")
+def train_flow(params_path: str = "params.yaml", root: str = "data") -> int:
+    """Students: each base x each generator's data x each method (SFT, DPO, ICL)."""
+    params, layout = load_params(params_path), Layout(Path(root))
+    synthetic = _read(layout.synthetic, "synthetic", layout)
+    layout.students.mkdir(parents=True, exist_ok=True)
+    layout.student_index.unlink(missing_ok=True)  # no index until every student is done
+    rows = []
+    for base in params.leakage.students:
+        base_dir = Path(params.spec_for(base, layout.models).path)
+        for gen in params.leakage.generators:
+            for method in params.leakage.methods:
+                out = layout.students / student_id(base, gen, method)
+                rows.append(units.train_student(params, base, gen, method, synthetic, base_dir, out))
+    keep = {Path(r["path"]).name for r in rows} | {layout.student_index.name}
+    for stale in layout.students.iterdir():  # students of an earlier config
+        if stale.name not in keep and stale.is_dir():
+            shutil.rmtree(stale)
+    units.write(pd.DataFrame(rows), layout.student_index)
+    return len(rows)
+
+
+@flow(name="respond")
+def respond_flow(params_path: str = "params.yaml", root: str = "data") -> int:
+    """Students answer the held-out eval prompts."""
+    params, layout = load_params(params_path), Layout(Path(root))
+    prompts = _read(layout.prompts, "prompts", layout)
+    synthetic = _read(layout.synthetic, "synthetic", layout)
+    index = read_table(layout.student_index, ["student_id", "path", "method"])
+    frames = [units.respond(params, s, prompts, synthetic, Path(s["path"]), layout.root)
+              for s in index.to_dict("records")]
+    responses = units.validate(pd.concat(frames, ignore_index=True), "responses", "respond",
+                               layout.quarantine)
+    units.write(responses, layout.responses)
+    return len(responses)
+
+
+@flow(name="judge")
+def judge_flow(params_path: str = "params.yaml", root: str = "data") -> int:
+    """Every judge, every pair of students, both presentation orders."""
+    params, layout = load_params(params_path), Layout(Path(root))
+    responses = _read(layout.responses, "responses", layout)
+    pairs = comparisons(responses, params.leakage.generators)
+    frames = [units.judge_pairs(params, j, pairs, Path(params.spec_for(j["judge"], layout.models).path),
+                                layout.root) for j in unique_roster(params)]
+    judgments = units.validate(pd.concat(frames, ignore_index=True), "judgments", "judge",
+                               layout.quarantine)
+    units.write(judgments, layout.judgments)
+    return len(judgments)
+
+
+@flow(name="audit")
+def audit_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
+    """Win rates and PLS, with bootstrap CIs."""
+    params, layout = load_params(params_path), Layout(Path(root))
+    judgments = _read(layout.judgments, "judgments", layout)
+    wr, pls, summary = units.leakage_audit(params, judgments)
+    units.validate(wr, "win_rates", "audit", layout.quarantine)
+    units.validate(pls, "pls", "audit", layout.quarantine)
+    units.write(wr, layout.metrics / "win_rates.parquet")
+    units.write(pls, layout.metrics / "pls.parquet")
+    write_json(summary, layout.metrics / "summary.json")
+    get_run_logger().info("PLS by tier: %s", summary["pls_by_tier"])
+    return summary
+
+
+@flow(name="report")
+def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
+    """HTML + JSON report, and the same as Prefect artifacts."""
+    from prefect.artifacts import create_markdown_artifact, create_table_artifact
+
+    from judgeaudit.report.leakage_report import summary_table
+
+    layout = Layout(Path(root))
+    wr = _read(layout.metrics / "win_rates.parquet", "win_rates", layout)
+    pls = _read(layout.metrics / "pls.parquet", "pls", layout)
+    summary = json.loads((layout.metrics / "summary.json").read_text())
+    responses = _read(layout.responses, "responses", layout)
+    paths = write_report(wr, pls, summary, responses, layout.report)
+    table = summary_table(pls)
+    create_markdown_artifact(key="preference-leakage",
+                             markdown="# Preference leakage (PLS, 95% CI, n prompts)\n\n"
+                             + table.to_markdown(index=False) + f"\n\nReport: {paths['html'].resolve()}")
+    create_table_artifact(key="pls-pairs", table=pls[pls.scope == "pair"].round(4).to_dict("records"))
+    return str(paths["html"])
+
+
+STAGES = {"bootstrap": bootstrap_flow, "generate": generate_flow, "train": train_flow,
+          "respond": respond_flow, "judge": judge_flow, "audit": audit_flow, "report": report_flow}
+
+
+@flow(name="full-audit")
+def full_audit(params_path: str = "params.yaml", root: str = "data") -> str:
+    """The whole DAG: bootstrap -> generate -> train -> respond -> judge -> audit -> report."""
+    for stage in STAGES.values():
+        result = stage(params_path=params_path, root=root)
+    return str(result)

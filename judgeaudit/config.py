@@ -1,0 +1,214 @@
+"""params.yaml, parsed and checked: every knob of every stage, with clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from judgeaudit.generation.corpus import CATEGORIES
+from judgeaudit.generation.styles import STYLES
+from judgeaudit.models.spec import ModelSpec
+
+TIERS = ("same", "inheritance", "same_family")
+METHODS = ("sft", "dpo", "icl")
+
+
+class ConfigError(ValueError):
+    """params.yaml is wrong; the message names the file and the field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Size(_Strict):
+    layers: int = Field(ge=1)
+    hidden: int = Field(ge=8)
+    heads: int = Field(ge=1)
+    intermediate: int = Field(ge=8)
+
+
+class TrainArgs(_Strict):
+    epochs: float = Field(gt=0)
+    lr: float = Field(gt=0)
+    batch_size: int = Field(ge=1)
+
+
+class Build(_Strict):
+    """A model the pipeline builds itself: from scratch, or further trained from another."""
+
+    corpus_style: Literal[STYLES + ("mixed",)]  # type: ignore[valid-type]
+    size: str | None = None  # a key of embedded.sizes; None when init_from is set
+    init_from: str | None = None  # another model's name: inherit its weights
+    seed: int
+    epochs: float | None = None  # overrides embedded.pretrain.epochs
+
+    @model_validator(mode="after")
+    def _one_origin(self) -> "Build":
+        if (self.size is None) == (self.init_from is None):
+            raise ValueError("give exactly one of 'size' (from scratch) or 'init_from' (inherit)")
+        return self
+
+
+class ModelEntry(_Strict):
+    """Either ``build`` (embedded default) or ``spec`` (a real checkpoint)."""
+
+    build: Build | None = None
+    spec: ModelSpec | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> "ModelEntry":
+        if (self.build is None) == (self.spec is None):
+            raise ValueError("give exactly one of 'build' or 'spec'")
+        return self
+
+
+class Corpus(_Strict):
+    categories: list[str] = list(CATEGORIES)
+    n_pretrain: int = Field(ge=8)
+    n_train_prompts: int = Field(ge=4)
+    n_eval_prompts: int = Field(ge=4)
+    prompts_file: str | None = None  # optional user prompts (JSONL/CSV/Parquet)
+
+    @model_validator(mode="after")
+    def _known(self) -> "Corpus":
+        bad = set(self.categories) - set(CATEGORIES)
+        if bad:
+            raise ValueError(f"unknown categories {sorted(bad)}; known: {list(CATEGORIES)}")
+        return self
+
+
+class Embedded(_Strict):
+    vocab_size: int = Field(ge=300)
+    max_positions: int = 256
+    template: str = "Q: {prompt}\nA:"
+    sizes: dict[str, Size]
+    pretrain: TrainArgs
+
+
+class Generate(_Strict):
+    max_new_tokens: int = Field(ge=1)
+    temperature: float = Field(ge=0)
+
+
+class Train(_Strict):
+    sft: TrainArgs
+    dpo: TrainArgs
+    dpo_beta: float = Field(gt=0)
+    icl_shots: int = Field(ge=0)
+
+
+class JudgeTiers(_Strict):
+    same: str
+    inheritance: str | None = None
+    same_family: str | None = None
+
+
+class Judge(_Strict):
+    mode: Literal["likelihood", "prompted"] = "likelihood"
+    # likelihood verdicts: mean per-token log-prob ("mean") or the sum ("sum")
+    normalise: Literal["mean", "sum"] = "mean"
+    tie_margin: float = Field(ge=0, default=1e-6)
+    prompt_template: str = (
+        "Compare two answers to the question and say which is better.\n"
+        "Question: {question}\n[Answer A]\n{answer_a}\n[Answer B]\n{answer_b}\n"
+        "Which answer is better, A or B? Verdict:")
+    verdict_tokens: list[str] = [" A", " B"]
+    modes: dict[str, Literal["likelihood", "prompted"]] = {}  # per-judge overrides
+
+
+class Leakage(_Strict):
+    generators: list[str] = Field(min_length=2)
+    students: list[str] = Field(min_length=1)
+    methods: list[Literal["sft", "dpo", "icl"]] = list(METHODS)
+    judges: dict[str, JudgeTiers]
+    unrelated_judges: list[str] = []
+
+
+class Audit(_Strict):
+    n_boot: int = Field(ge=100)
+    confidence: float = Field(gt=0.5, lt=1.0)
+
+
+class Params(_Strict):
+    seed: int
+    corpus: Corpus
+    embedded: Embedded
+    model_defaults: dict = {}
+    models: dict[str, ModelEntry]
+    generate: Generate
+    train: Train
+    leakage: Leakage
+    judge: Judge
+    audit: Audit
+
+    @model_validator(mode="after")
+    def _references(self) -> "Params":
+        names = set(self.models)
+        def need(name: str, where: str) -> None:
+            if name not in names:
+                raise ValueError(f"{where} names model {name!r}, which is not under 'models'")
+        for m, entry in self.models.items():
+            if entry.build and entry.build.init_from:
+                need(entry.build.init_from, f"models.{m}.build.init_from")
+            if entry.build and entry.build.size and entry.build.size not in self.embedded.sizes:
+                raise ValueError(f"models.{m}.build.size {entry.build.size!r} is not in embedded.sizes")
+        for g in self.leakage.generators:
+            need(g, "leakage.generators")
+            if g not in self.leakage.judges:
+                raise ValueError(f"leakage.judges has no entry for generator {g!r}")
+        for s in self.leakage.students:
+            need(s, "leakage.students")
+        for g, tiers in self.leakage.judges.items():
+            for tier, model in tiers.model_dump().items():
+                if model is not None:
+                    need(model, f"leakage.judges.{g}.{tier}")
+        for j in self.leakage.unrelated_judges:
+            need(j, "leakage.unrelated_judges")
+        return self
+
+    # -- derived ---------------------------------------------------------------------
+    def judge_roster(self) -> list[dict]:
+        """Every judge with its tier and the generator it is related to (None: unrelated)."""
+        roster = []
+        for gen in self.leakage.generators:
+            for tier, model in self.leakage.judges[gen].model_dump().items():
+                if model is not None:
+                    roster.append({"judge": model, "tier": tier, "related_generator": gen})
+        roster += [{"judge": j, "tier": "unrelated", "related_generator": None}
+                   for j in self.leakage.unrelated_judges]
+        return roster
+
+    def spec_for(self, name: str, root: Path) -> ModelSpec:
+        """The spec a model loads with: given (real checkpoint) or built under ``root``."""
+        entry = self.models[name]
+        if entry.spec is not None:
+            return entry.spec
+        defaults = {"chat_template": self.embedded.template, **self.model_defaults}
+        return ModelSpec(path=str(root / name), **defaults)
+
+
+def _where(err: dict) -> str:
+    return ".".join(str(p) for p in err["loc"]) or "(top level)"
+
+
+def load_params(path: str | Path = "params.yaml") -> Params:
+    """Read and validate ``path``; raise ConfigError naming the file and each bad field."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such params file")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    try:
+        return Params.model_validate(raw)
+    except ValidationError as exc:
+        lines = [f"{path}: {_where(e)}: {e['msg']}" + (f" (got {e['input']!r})" if e["type"] in (
+            "literal_error", "enum") else "") for e in exc.errors()]
+        raise ConfigError("invalid params:\n  " + "\n  ".join(lines)) from None

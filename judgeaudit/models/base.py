@@ -1,0 +1,36 @@
+"""The one model interface every role uses, whatever the backend."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+import numpy as np
+
+from judgeaudit.models.spec import ModelSpec
+
+
+class LanguageModel(ABC):
+    """Generate text and score tokens; backends implement the batched primitives."""
+
+    def __init__(self, spec: ModelSpec, name: str = "") -> None:
+        self.spec = spec
+        self.name = name or spec.path
+
+    @abstractmethod
+    def format_prompt(self, prompt: str) -> str:
+        """The model-ready text for a bare user prompt (chat template applied)."""
+
+    @abstractmethod
+    def generate(self, prompts: Sequence[str], *, max_new_tokens: int, temperature: float = 0.0,
+                 seed: int = 0) -> list[str]:
+        """Completions for formatted prompts; temperature 0 is greedy."""
+
+    @abstractmethod
+    def completion_logprobs(self, prompts: Sequence[str], completions: Sequence[str]) -> np.ndarray:
+        """Array [n, 2]: summed log-prob of each completion given its prompt, and its token count."""
+
+    @abstractmethod
+    def next_token_logprobs(self, prompts: Sequence[str], candidates: Sequence[str]) -> np.ndarray:
+        """Array [n, k]: log-prob of each candidate's first distinguishing token right
+        after each prompt (one forward pass, no sampling), over the full vocabulary."""

@@ -1,0 +1,136 @@
+"""The ``transformers`` backend: local checkpoints or hub ids, CPU or GPU, batched."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from judgeaudit.models.base import LanguageModel
+from judgeaudit.models.spec import ModelSpec
+
+_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def _device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def _batches(order: np.ndarray, size: int) -> Iterator[np.ndarray]:
+    for start in range(0, len(order), size):
+        yield order[start:start + size]
+
+
+class TransformersModel(LanguageModel):
+    """A causal LM loaded with ``AutoModelForCausalLM``; never executes remote code."""
+
+    def __init__(self, spec: ModelSpec, name: str = "", progress: bool = False) -> None:
+        super().__init__(spec, name)
+        self.device = _device(spec.device)
+        self.tokenizer = AutoTokenizer.from_pretrained(spec.path)
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        dtype = "auto" if spec.dtype == "auto" else _DTYPES[spec.dtype]
+        self.model = AutoModelForCausalLM.from_pretrained(spec.path, dtype=dtype).to(self.device)
+        self.model.eval()
+        self.progress = progress
+
+    # -- prompts -------------------------------------------------------------------
+    def format_prompt(self, prompt: str) -> str:
+        template = self.spec.chat_template
+        if template == "auto":
+            if getattr(self.tokenizer, "chat_template", None):
+                return self.tokenizer.apply_chat_template(
+                    [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
+            template = "Q: {prompt}\nA:"
+        return template.format(prompt=prompt)
+
+    def _encode(self, texts: Sequence[str]) -> list[list[int]]:
+        return [self.tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+
+    def _pad(self, seqs: Sequence[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Left-pad token lists into (input_ids, attention_mask) on the model's device."""
+        width = max(len(s) for s in seqs)
+        pad = self.tokenizer.pad_token_id
+        ids = torch.full((len(seqs), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(seqs), width), dtype=torch.long)
+        for row, seq in enumerate(seqs):
+            if seq:
+                ids[row, width - len(seq):] = torch.tensor(seq)
+                mask[row, width - len(seq):] = 1
+        return ids.to(self.device), mask.to(self.device)
+
+    @torch.inference_mode()
+    def _logits(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        return self.model(input_ids=ids, attention_mask=mask, position_ids=positions).logits.float()
+
+    def _iter(self, n: int, lengths: Sequence[int], desc: str) -> Iterator[np.ndarray]:
+        # longest first: similar lengths share a batch, and an out-of-memory shows at once
+        order = np.argsort(-np.asarray(lengths), kind="stable")
+        batches = list(_batches(order, self.spec.batch_size))
+        return iter(tqdm(batches, desc=f"{desc} [{self.name}]", disable=not self.progress or n == 0,
+                         leave=False))
+
+    # -- primitives ------------------------------------------------------------------
+    @torch.inference_mode()
+    def generate(self, prompts: Sequence[str], *, max_new_tokens: int, temperature: float = 0.0,
+                 seed: int = 0) -> list[str]:
+        encoded = self._encode(prompts)
+        out: list[str] = [""] * len(prompts)
+        for batch in self._iter(len(prompts), [len(e) for e in encoded], "generate"):
+            ids, mask = self._pad([encoded[i][-self.spec.max_length:] for i in batch])
+            torch.manual_seed(seed)
+            sampling = {"do_sample": True, "temperature": temperature, "top_k": 0} if temperature > 0 \
+                else {"do_sample": False}
+            gen = self.model.generate(
+                input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens,
+                pad_token_id=self.tokenizer.pad_token_id, eos_token_id=self.tokenizer.eos_token_id,
+                **sampling)
+            texts = self.tokenizer.batch_decode(gen[:, ids.shape[1]:], skip_special_tokens=True)
+            for i, text in zip(batch, texts):
+                out[i] = text.strip()
+        return out
+
+    def completion_logprobs(self, prompts: Sequence[str], completions: Sequence[str]) -> np.ndarray:
+        if len(prompts) != len(completions):
+            raise ValueError("prompts and completions differ in length")
+        p_ids = self._encode(prompts)
+        c_ids = self._encode([" " + c if c and not c[0].isspace() else c for c in completions])
+        eos = self.tokenizer.eos_token_id
+        seqs = [(p + c + ([eos] if eos is not None else []))[-self.spec.max_length:]
+                for p, c in zip(p_ids, c_ids)]
+        n_scored = [min(len(c) + (eos is not None), len(s) - 1) for c, s in zip(c_ids, seqs)]
+        result = np.zeros((len(prompts), 2))
+        for batch in self._iter(len(seqs), [len(s) for s in seqs], "score"):
+            ids, mask = self._pad([seqs[i] for i in batch])
+            logp = torch.log_softmax(self._logits(ids, mask)[:, :-1], dim=-1)
+            token_lp = logp.gather(-1, ids[:, 1:, None])[..., 0]
+            for row, i in enumerate(batch):
+                k = n_scored[i]
+                result[i] = (token_lp[row, token_lp.shape[1] - k:].sum().item(), k)
+        return result
+
+    def next_token_logprobs(self, prompts: Sequence[str], candidates: Sequence[str]) -> np.ndarray:
+        # Small vocabularies split " A" into " " + "A": score the first token where the
+        # candidates differ, after their shared prefix (whose probability cancels out).
+        cand = self._encode(candidates)
+        k = 0
+        while all(len(c) > k for c in cand) and len({c[k] for c in cand}) == 1:
+            k += 1
+        if any(len(c) <= k for c in cand) or len({c[k] for c in cand}) != len(cand):
+            raise ValueError(f"candidates {list(candidates)} share a first token for {self.name}")
+        shared, cand_ids = cand[0][:k], [c[k] for c in cand]
+        encoded = [(e + shared)[-self.spec.max_length:] for e in self._encode(prompts)]
+        result = np.zeros((len(prompts), len(candidates)))
+        for batch in self._iter(len(encoded), [len(e) for e in encoded], "verdict"):
+            ids, mask = self._pad([encoded[i] for i in batch])
+            logp = torch.log_softmax(self._logits(ids, mask)[:, -1], dim=-1)
+            result[batch] = logp[:, cand_ids].cpu().numpy()
+        return result

@@ -1,0 +1,44 @@
+"""Stage ``audit``: win rates and Preference Leakage Scores with bootstrap CIs."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from judgeaudit.audits.leakage import leakage_scores, pair_scores, win_rates
+from judgeaudit.config import Params
+
+
+def unique_roster(params: Params) -> list[dict]:
+    """The judge roster, each judge model once (its first role in params order)."""
+    seen, roster = set(), []
+    for entry in params.judge_roster():
+        if entry["judge"] not in seen:
+            seen.add(entry["judge"])
+            roster.append(entry)
+    return roster
+
+
+def leakage_audit(params: Params, judgments: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """(win-rate table, PLS table, summary) from validated judgments."""
+    a = params.audit
+    kw = dict(n_boot=a.n_boot, confidence=a.confidence, seed=params.seed)
+    scores = pair_scores(judgments)
+    wr = win_rates(scores, **kw)
+    pls = leakage_scores(scores, params.judge_roster(), **kw)
+    consistency = judgments.pivot_table(index=["judge", "method", "student_base", "generator_a",
+                                               "generator_b", "prompt_id"], columns="order",
+                                        values="verdict", aggfunc="first")
+    flipped = consistency["AB"].map({"A": "B", "B": "A", "tie": "tie"})
+    summary = {
+        "seed": params.seed, "n_boot": a.n_boot, "confidence": a.confidence,
+        "n_judgments": int(len(judgments)),
+        "position_consistency": float((flipped == consistency["BA"]).mean()),
+        "pls_by_tier": {r.tier: _fig(r) for r in pls[pls.scope == "tier"].itertuples()},
+        "pls_by_tier_method": {f"{r.tier}/{r.method}": _fig(r)
+                               for r in pls[pls.scope == "method"].itertuples()},
+    }
+    return wr, pls, summary
+
+
+def _fig(row) -> dict:
+    return {"estimate": row.estimate, "ci_low": row.ci_low, "ci_high": row.ci_high, "n": int(row.n)}

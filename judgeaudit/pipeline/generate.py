@@ -1,0 +1,29 @@
+"""Stage ``generate``: each generator answers the training prompts (synthetic data)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from judgeaudit.config import Params
+from judgeaudit.models import load_model
+from judgeaudit.pipeline.layout import Layout
+
+
+def generate_answers(params: Params, generator: str, prompts: pd.DataFrame, layout: Layout,
+                     progress: bool = True) -> pd.DataFrame:
+    """The generator's answers to every training prompt. An empty answer is re-drawn
+    once with temperature 1; if still empty it stays, and validation reports it."""
+    model = load_model(params.spec_for(generator, layout.models), name=generator, progress=progress)
+    train = prompts[prompts["split"] == "train"].reset_index(drop=True)
+    formatted = [model.format_prompt(p) for p in train["prompt"]]
+    g = params.generate
+    answers = model.generate(formatted, max_new_tokens=g.max_new_tokens, temperature=g.temperature,
+                             seed=params.seed)
+    empty = [i for i, a in enumerate(answers) if not a]
+    if empty:
+        redo = model.generate([formatted[i] for i in empty], max_new_tokens=g.max_new_tokens,
+                              temperature=1.0, seed=params.seed + 1)
+        for i, a in zip(empty, redo):
+            answers[i] = a
+    return train.assign(generator=generator, answer=answers)[
+        ["generator", "prompt_id", "prompt", "category", "fact", "answer"]]

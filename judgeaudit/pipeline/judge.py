@@ -1,0 +1,69 @@
+"""Stage ``judge``: every judge compares every pair of students that share a student
+base and a method, on every eval prompt, in both presentation orders."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+
+from judgeaudit.config import Params
+from judgeaudit.judging.pairwise import likelihood_scores, prompted_probabilities, verdict_from_margin
+from judgeaudit.models import load_model
+from judgeaudit.pipeline.layout import Layout
+
+
+def comparisons(responses: pd.DataFrame, generators: list[str]) -> pd.DataFrame:
+    """The head-to-heads: generator pairs (i < j in params order) within each
+    (method, student base), on each eval prompt; canonical first = generator i."""
+    rank = {g: k for k, g in enumerate(generators)}
+    wide = responses.pivot_table(index=["method", "student_base", "prompt_id"], columns="generator",
+                                 values="response", aggfunc="first")
+    prompts = responses.drop_duplicates("prompt_id").set_index("prompt_id")["prompt"]
+    ids = responses.drop_duplicates(["method", "student_base", "generator"]).set_index(
+        ["method", "student_base", "generator"])["student_id"]
+    rows = []
+    for (method, base, pid), answers in wide.iterrows():
+        for gi, gj in itertools.combinations(sorted(answers.dropna().index, key=rank.get), 2):
+            rows.append(dict(method=method, student_base=base, prompt_id=pid, prompt=prompts[pid],
+                             generator_a=gi, generator_b=gj, student_a=ids[(method, base, gi)],
+                             student_b=ids[(method, base, gj)], response_a=answers[gi],
+                             response_b=answers[gj]))
+    return pd.DataFrame(rows)
+
+
+def judge_pairs(params: Params, judge: dict, pairs: pd.DataFrame, layout: Layout,
+                progress: bool = True) -> pd.DataFrame:
+    """One judge's verdicts on ``pairs``, two rows per pair (orders AB and BA)."""
+    name = judge["judge"]
+    mode = params.judge.modes.get(name, params.judge.mode)
+    model = load_model(params.spec_for(name, layout.models), name=name, progress=progress)
+    j = params.judge
+    if mode == "likelihood":
+        # order-free: score each distinct (prompt, response) once, compare the scores
+        uniq = pd.concat([pairs[["prompt", "response_a"]].set_axis(["prompt", "response"], axis=1),
+                          pairs[["prompt", "response_b"]].set_axis(["prompt", "response"], axis=1)]
+                         ).drop_duplicates().reset_index(drop=True)
+        uniq["s"] = likelihood_scores(model, uniq["prompt"].tolist(), uniq["response"].tolist(),
+                                      j.normalise)
+        lookup = uniq.set_index(["prompt", "response"])["s"]
+        sa = lookup.loc[list(zip(pairs["prompt"], pairs["response_a"]))].to_numpy()
+        sb = lookup.loc[list(zip(pairs["prompt"], pairs["response_b"]))].to_numpy()
+        margin_ab = sa - sb
+        margin_ba = -margin_ab
+    else:
+        args = (model, j.prompt_template, pairs["prompt"].tolist())
+        p_ab = prompted_probabilities(*args, pairs["response_a"].tolist(), pairs["response_b"].tolist(),
+                                      j.verdict_tokens)
+        p_ba = prompted_probabilities(*args, pairs["response_b"].tolist(), pairs["response_a"].tolist(),
+                                      j.verdict_tokens)
+        margin_ab, margin_ba = np.log(p_ab) - np.log1p(-p_ab), np.log(p_ba) - np.log1p(-p_ba)
+    keep = ["method", "student_base", "prompt_id", "student_a", "student_b", "generator_a", "generator_b"]
+    out = []
+    for order, margin in (("AB", margin_ab), ("BA", margin_ba)):
+        out.append(pairs[keep].assign(
+            judge=name, tier=judge["tier"], related_generator=judge["related_generator"] or "",
+            mode=mode, order=order, verdict=verdict_from_margin(margin, j.tie_margin),
+            p_a=1.0 / (1.0 + np.exp(-np.clip(margin, -50, 50)))))
+    return pd.concat(out, ignore_index=True)

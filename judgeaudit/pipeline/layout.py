@@ -1,0 +1,55 @@
+"""Where each stage writes under the data root (DVC tracks these paths)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Layout:
+    root: Path = Path("data")
+
+    @property
+    def prompts(self) -> Path:
+        return self.root / "prompts" / "prompts.parquet"
+
+    @property
+    def models(self) -> Path:
+        return self.root / "models"
+
+    @property
+    def tokenizer(self) -> Path:
+        return self.models / "_tokenizer"
+
+    @property
+    def synthetic(self) -> Path:
+        return self.root / "synthetic" / "answers.parquet"
+
+    @property
+    def students(self) -> Path:
+        return self.root / "students"
+
+    @property
+    def student_index(self) -> Path:
+        return self.students / "index.parquet"
+
+    @property
+    def responses(self) -> Path:
+        return self.root / "responses" / "responses.parquet"
+
+    @property
+    def judgments(self) -> Path:
+        return self.root / "judgments" / "judgments.parquet"
+
+    @property
+    def metrics(self) -> Path:
+        return self.root / "metrics"
+
+    @property
+    def report(self) -> Path:
+        return self.root / "report"
+
+    @property
+    def quarantine(self) -> Path:
+        return self.root / "quarantine"

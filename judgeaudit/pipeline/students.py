@@ -1,0 +1,85 @@
+"""Stages ``train`` and ``respond``: students distilled from each generator's data by
+SFT, DPO or in-context learning, then answering the held-out eval prompts."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pandas as pd
+
+from judgeaudit.config import Params
+from judgeaudit.models import load_model
+from judgeaudit.pipeline.layout import Layout
+from judgeaudit.training.trainers import dpo, sft
+
+
+def student_id(base: str, generator: str, method: str) -> str:
+    return f"{base}--{generator}--{method}"
+
+
+def _own(synthetic: pd.DataFrame, generator: str) -> pd.DataFrame:
+    return synthetic[synthetic["generator"] == generator].sort_values("prompt_id")
+
+
+def dpo_pairs(synthetic: pd.DataFrame, generator: str, template: str) -> list[dict]:
+    """chosen = the generator's own answer; rejected = another generator's answer to the
+    same prompt, the other generators taken in turn."""
+    others = sorted(set(synthetic["generator"]) - {generator})
+    table = synthetic.pivot(index="prompt_id", columns="generator", values="answer")
+    prompts = _own(synthetic, generator).set_index("prompt_id")["prompt"]
+    rows = []
+    for k, (pid, prompt) in enumerate(prompts.items()):
+        rows.append({"prompt": template.format(prompt=prompt), "chosen": " " + table.loc[pid, generator],
+                     "rejected": " " + table.loc[pid, others[k % len(others)]]})
+    return rows
+
+
+def icl_shots(params: Params, synthetic: pd.DataFrame, generator: str) -> list[str]:
+    """The few-shot examples (prompt ids) an ICL student sees, fixed by the seed."""
+    ids = sorted(_own(synthetic, generator)["prompt_id"])
+    return sorted(random.Random(params.seed).sample(ids, min(params.train.icl_shots, len(ids))))
+
+
+def train_student(params: Params, base: str, generator: str, method: str,
+                  synthetic: pd.DataFrame, layout: Layout) -> dict:
+    """Train (or, for ICL, assemble) one student; return its index row."""
+    sid = student_id(base, generator, method)
+    spec = params.spec_for(base, layout.models)
+    out = layout.students / sid
+    template = spec.chat_template if spec.chat_template != "auto" else params.embedded.template
+    seed = params.seed + sum(map(ord, sid))
+    row = {"student_id": sid, "student_base": base, "generator": generator, "method": method,
+           "path": "", "shots": "[]", "train_loss": float("nan"), "steps": 0}
+    if method == "icl":
+        return {**row, "path": spec.path, "shots": json.dumps(icl_shots(params, synthetic, generator))}
+    if method == "sft":
+        rows = [{"prompt": template.format(prompt=p), "completion": " " + a}
+                for p, a in _own(synthetic, generator)[["prompt", "answer"]].itertuples(index=False)]
+        summary = sft(spec.path, spec.path, rows, out, params.train.sft, seed, spec.max_length)
+    elif method == "dpo":
+        summary = dpo(spec.path, dpo_pairs(synthetic, generator, template), out, params.train.dpo,
+                      params.train.dpo_beta, seed, spec.max_length)
+    else:
+        raise ValueError(f"unknown training method {method!r}")
+    return {**row, "path": str(out), "train_loss": float(summary["train_loss"] or float("nan")),
+            "steps": int(summary["steps"])}
+
+
+def respond(params: Params, student: dict, prompts: pd.DataFrame, synthetic: pd.DataFrame,
+            layout: Layout, progress: bool = True) -> pd.DataFrame:
+    """One student's greedy answers to the eval prompts (ICL: few-shot context first)."""
+    base_spec = params.spec_for(student["student_base"], layout.models)
+    spec = base_spec.model_copy(update={"path": student["path"]})
+    model = load_model(spec, name=student["student_id"], progress=progress)
+    evals = prompts[prompts["split"] == "eval"].reset_index(drop=True)
+    context = ""
+    if student["method"] == "icl":
+        shots = _own(synthetic, student["generator"]).set_index("prompt_id").loc[json.loads(student["shots"])]
+        context = "".join(f"{model.format_prompt(p)} {a}\n\n" for p, a in
+                          shots[["prompt", "answer"]].itertuples(index=False))
+    formatted = [context + model.format_prompt(p) for p in evals["prompt"]]
+    answers = model.generate(formatted, max_new_tokens=params.generate.max_new_tokens, seed=params.seed)
+    return evals.assign(**{k: student[k] for k in ("student_id", "student_base", "generator", "method")},
+                        response=answers)[["student_id", "student_base", "generator", "method",
+                                           "prompt_id", "prompt", "category", "fact", "response"]]

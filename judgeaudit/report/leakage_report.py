@@ -1,0 +1,102 @@
+"""The Preference Leakage report: HTML with tables and plots, and a JSON of every figure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from judgeaudit.tables import write_json  # noqa: E402
+
+TIER_ORDER = ["same", "inheritance", "same_family"]
+
+
+def _fmt(frame: pd.DataFrame) -> str:
+    return frame.to_html(index=False, float_format=lambda x: f"{x:.3f}", border=0, classes="t")
+
+
+def plot_pls(pls: pd.DataFrame, path: Path) -> Path:
+    """Bar chart: PLS per association tier and method, with CI whiskers."""
+    cells = pls[pls.scope == "method"]
+    tiers = [t for t in TIER_ORDER if t in set(cells.tier)]
+    methods = sorted(set(cells.method))
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    width = 0.8 / max(len(methods), 1)
+    for k, method in enumerate(methods):
+        sub = cells[cells.method == method].set_index("tier").reindex(tiers)
+        x = np.arange(len(tiers)) + k * width
+        err = np.vstack([sub.estimate - sub.ci_low, sub.ci_high - sub.estimate])
+        ax.bar(x, sub.estimate, width, yerr=err, capsize=3, label=method.upper())
+    ax.axhline(0, color="black", lw=0.8)
+    ax.set_xticks(np.arange(len(tiers)) + width * (len(methods) - 1) / 2, tiers)
+    ax.set_ylabel("Preference Leakage Score")
+    ax.set_title("PLS by association tier and method (95% bootstrap CI)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_win_rates(wr: pd.DataFrame, path: Path) -> Path:
+    """Heatmap: mean win rate of each generator's students (rows) under each judge (columns)."""
+    table = wr.groupby(["student_generator", "judge"])["estimate"].mean().unstack()
+    fig, ax = plt.subplots(figsize=(1.2 + 0.7 * table.shape[1], 1.2 + 0.5 * table.shape[0]))
+    im = ax.imshow(table.to_numpy(), cmap="RdBu_r", vmin=0, vmax=1)
+    ax.set_xticks(range(table.shape[1]), table.columns, rotation=45, ha="right")
+    ax.set_yticks(range(table.shape[0]), table.index)
+    for (r, c), v in np.ndenumerate(table.to_numpy()):
+        ax.text(c, r, f"{v:.2f}", ha="center", va="center", fontsize=7)
+    ax.set_xlabel("judge")
+    ax.set_ylabel("students of generator")
+    fig.colorbar(im, ax=ax, shrink=0.8, label="mean win rate")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def summary_table(pls: pd.DataFrame) -> pd.DataFrame:
+    """Tiers side by side: PLS [CI] per method, and over all methods."""
+    agg = pls[pls.scope.isin(["method", "tier"])].copy()
+    agg["cell"] = [f"{e:+.3f} [{lo:+.3f}, {hi:+.3f}] (n={n})" for e, lo, hi, n in
+                   zip(agg.estimate, agg.ci_low, agg.ci_high, agg.n)]
+    table = agg.pivot(index="method", columns="tier", values="cell")
+    return table[[t for t in TIER_ORDER if t in table.columns]].reset_index()
+
+
+def write_report(wr: pd.DataFrame, pls: pd.DataFrame, summary: dict, responses: pd.DataFrame,
+                 out_dir: Path) -> dict[str, Path]:
+    """Write report.html, report.json and the plots into ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    pls_png = plot_pls(pls, out_dir / "pls_by_tier.png")
+    wr_png = plot_win_rates(wr, out_dir / "win_rates.png")
+    pairs = pls[pls.scope == "pair"][["tier", "method", "student_base", "generator_i", "generator_j",
+                                      "judge_i", "judge_j", "wr_ii", "wr_ij", "estimate", "ci_low",
+                                      "ci_high", "n"]]
+    samples = responses.groupby("student_id").head(1)[["student_id", "prompt", "response"]].head(24)
+    body = f"""<!doctype html><html><head><meta charset="utf-8"><title>judgeaudit: preference leakage</title>
+<style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto}} table.t{{border-collapse:collapse;font-size:12px}}
+table.t td,table.t th{{padding:2px 6px;border-bottom:1px solid #ddd}}</style></head><body>
+<h1>Preference leakage audit</h1>
+<p>Seed {summary['seed']}; {summary['n_judgments']} judgments; bootstrap {summary['n_boot']} resamples over
+eval prompts, {int(summary['confidence'] * 100)}% percentile CIs; n = number of eval prompts per figure.
+Position consistency of verdicts across the two presentation orders: {summary['position_consistency']:.3f}.</p>
+<p>PLS &gt; 0 means judges favour the students of the generator they are related to.</p>
+<h2>PLS by association tier</h2>{_fmt(summary_table(pls))}
+<img src="{pls_png.name}" alt="PLS by tier">
+<h2>Win rates</h2><img src="{wr_png.name}" alt="win rates">
+<h2>PLS per generator pair</h2>{_fmt(pairs)}
+<h2>Win rates per judge</h2>{_fmt(wr.drop(columns=["metric", "confidence"]))}
+<h2>Sample responses</h2>{_fmt(samples.map(lambda s: str(s)[:160]))}
+</body></html>"""
+    (out_dir / "report.html").write_text(body)
+    figures = {"summary": summary, "pls": pls.to_dict("records"), "win_rates": wr.to_dict("records")}
+    write_json(figures, out_dir / "report.json")
+    return {"html": out_dir / "report.html", "json": out_dir / "report.json", "pls_png": pls_png,
+            "win_rates_png": wr_png}

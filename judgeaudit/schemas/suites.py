@@ -1,0 +1,87 @@
+"""The data contract of every stage table, as Great Expectations suites."""
+
+from __future__ import annotations
+
+import great_expectations as gx
+import great_expectations.expectations as gxe
+
+from judgeaudit.config import METHODS, TIERS
+
+VERDICTS = ("A", "B", "tie")
+ORDERS = ("AB", "BA")
+
+
+def _columns(names: list[str]) -> list:
+    """Each column exists and is never null."""
+    return [e for c in names for e in (gxe.ExpectColumnToExist(column=c),
+                                       gxe.ExpectColumnValuesToNotBeNull(column=c))]
+
+
+def _text(column: str, min_length: int = 1) -> gxe.Expectation:
+    return gxe.ExpectColumnValueLengthsToBeBetween(column=column, min_value=min_length)
+
+
+def prompts_suite() -> list:
+    return [
+        *_columns(["prompt_id", "split", "category", "prompt", "fact"]),
+        gxe.ExpectTableRowCountToBeBetween(min_value=1),
+        gxe.ExpectColumnValuesToBeUnique(column="prompt_id"),
+        gxe.ExpectColumnValuesToBeInSet(column="split", value_set=["train", "eval"]),
+        _text("prompt"),
+    ]
+
+
+def synthetic_suite() -> list:
+    return [
+        *_columns(["generator", "prompt_id", "prompt", "category", "answer"]),
+        gxe.ExpectTableRowCountToBeBetween(min_value=1),
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["generator", "prompt_id"]),
+        _text("answer"),
+    ]
+
+
+def responses_suite() -> list:
+    return [
+        *_columns(["student_id", "student_base", "generator", "method", "prompt_id", "prompt",
+                   "response"]),
+        gxe.ExpectTableRowCountToBeBetween(min_value=1),
+        gxe.ExpectColumnValuesToBeInSet(column="method", value_set=list(METHODS)),
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["student_id", "prompt_id"]),
+    ]
+
+
+def judgments_suite() -> list:
+    return [
+        *_columns(["judge", "tier", "mode", "method", "student_base", "prompt_id", "student_a",
+                   "student_b", "generator_a", "generator_b", "order", "verdict", "p_a"]),
+        gxe.ExpectTableRowCountToBeBetween(min_value=1),
+        gxe.ExpectColumnValuesToBeInSet(column="tier", value_set=[*TIERS, "unrelated"]),
+        gxe.ExpectColumnValuesToBeInSet(column="order", value_set=list(ORDERS)),
+        gxe.ExpectColumnValuesToBeInSet(column="verdict", value_set=list(VERDICTS)),
+        gxe.ExpectColumnValuesToBeBetween(column="p_a", min_value=0.0, max_value=1.0),
+        gxe.ExpectCompoundColumnsToBeUnique(
+            column_list=["judge", "method", "student_base", "generator_a", "generator_b",
+                         "prompt_id", "order"]),
+    ]
+
+
+def metrics_suite() -> list:
+    return [
+        *_columns(["metric", "estimate", "ci_low", "ci_high", "n"]),
+        gxe.ExpectTableRowCountToBeBetween(min_value=1),
+        gxe.ExpectColumnValuesToBeBetween(column="n", min_value=1),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="ci_high", column_B="ci_low",
+                                                    or_equal=True),
+    ]
+
+
+SUITES = {"prompts": prompts_suite, "synthetic": synthetic_suite, "responses": responses_suite,
+          "judgments": judgments_suite, "win_rates": metrics_suite, "pls": metrics_suite}
+
+
+def build_suite(table: str) -> gx.ExpectationSuite:
+    """The named table's suite."""
+    suite = gx.ExpectationSuite(name=table)
+    for expectation in SUITES[table]():
+        suite.add_expectation(expectation)
+    return suite

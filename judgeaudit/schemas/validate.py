@@ -1,0 +1,79 @@
+"""Run a table's suite; on failure, quarantine the bad rows and stop with a message
+naming the table, each failed expectation and example rows."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pandas as pd
+
+from judgeaudit.tables import write_table
+
+QUARANTINE_DIR = Path("data/quarantine")
+
+
+class TableValidationError(ValueError):
+    """A stage table broke its data contract."""
+
+
+def _context():  # one ephemeral GE context per process: creating it is the slow part
+    global _CTX
+    if _CTX is None:
+        import great_expectations as gx
+
+        logging.getLogger("great_expectations").setLevel(logging.ERROR)
+        _CTX = gx.get_context(mode="ephemeral")
+        _CTX.variables.progress_bars = {"globally": False, "metric_calculations": False}
+        _CTX.data_sources.add_pandas("judgeaudit")
+    return _CTX
+
+
+_CTX = None
+
+
+def validate_table(frame: pd.DataFrame, table: str, source: str = "",
+                   quarantine_dir: str | Path = QUARANTINE_DIR) -> pd.DataFrame:
+    """Validate ``frame`` against the ``table`` suite and return it unchanged if it passes."""
+    from judgeaudit.schemas.suites import build_suite
+
+    ctx = _context()
+    datasource = ctx.data_sources.get("judgeaudit")
+    try:
+        asset = datasource.get_asset(table)
+    except LookupError:
+        asset = datasource.add_dataframe_asset(name=table)
+    try:
+        definition = asset.get_batch_definition("all")
+    except (KeyError, LookupError):
+        definition = asset.add_batch_definition_whole_dataframe("all")
+    frame = frame.reset_index(drop=True)
+    batch = definition.get_batch(batch_parameters={"dataframe": frame})
+    result = batch.validate(build_suite(table), result_format={
+        "result_format": "COMPLETE", "partial_unexpected_count": 5})
+    if result.success:
+        return frame
+
+    problems, bad_rows = [], {}
+    for r in result.results:
+        if r.success:
+            continue
+        cfg = r.expectation_config
+        kwargs = {k: v for k, v in cfg.kwargs.items() if k != "batch_id"}
+        indices = (r.result or {}).get("unexpected_index_list") or []
+        for i in indices:
+            bad_rows.setdefault(int(i), []).append(cfg.type)
+        examples = frame.loc[list(indices)[:2]].to_dict("records") if indices else []
+        observed = (r.result or {}).get("observed_value")
+        detail = f"{len(indices)} row(s), e.g. {examples}" if indices else f"observed {observed!r}"
+        problems.append(f"{cfg.type}({kwargs}): {detail}")
+    where = f"{table} ({source})" if source else table
+    message = f"table {where} failed validation:\n  " + "\n  ".join(problems)
+    if bad_rows:
+        quarantined = frame.loc[sorted(bad_rows)].copy()
+        quarantined["failed_expectations"] = [", ".join(bad_rows[i]) for i in sorted(bad_rows)]
+        path = write_table(quarantined.astype({c: str for c in quarantined.columns
+                                               if quarantined[c].dtype == object}),
+                           Path(quarantine_dir) / f"{table}.parquet")
+        message += f"\n  {len(bad_rows)} invalid row(s) quarantined in {path}"
+    raise TableValidationError(message)

@@ -1,0 +1,99 @@
+"""Reading and writing stage tables: clear errors on bad input, atomic writes so a
+failure never leaves a half-written file in data/."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+
+class InputError(ValueError):
+    """An input file is unusable; the message names the file, row and field."""
+
+
+def read_table(path: str | Path, required: Sequence[str] = ()) -> pd.DataFrame:
+    """Read JSONL, CSV or Parquet; check it is non-empty and has ``required`` columns."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    if path.stat().st_size == 0:
+        raise InputError(f"{path}: the file is empty")
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".ndjson"):
+        rows = []
+        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{path}: line {lineno}: malformed JSON ({exc.msg})") from None
+            if not isinstance(row, dict):
+                raise InputError(f"{path}: line {lineno}: expected a JSON object, got {type(row).__name__}")
+            rows.append(row)
+        frame = pd.DataFrame(rows)
+    elif suffix == ".csv":
+        frame = pd.read_csv(path)
+    elif suffix == ".parquet":
+        frame = pd.read_parquet(path)
+    else:
+        raise InputError(f"{path}: unsupported table format {suffix!r} (use .jsonl, .csv or .parquet)")
+    if frame.empty:
+        raise InputError(f"{path}: the table has no rows")
+    missing = [c for c in required if c not in frame.columns]
+    if missing:
+        raise InputError(f"{path}: missing required column(s) {missing}; found {list(frame.columns)}")
+    for col in required:
+        nulls = frame.index[frame[col].isna()].tolist()
+        if nulls:
+            raise InputError(f"{path}: row {nulls[0] + 1}: field {col!r} is empty "
+                             f"({len(nulls)} row(s) in all)")
+    return frame
+
+
+def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
+    """Write Parquet atomically (temp file, then rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    os.close(fd)
+    try:
+        frame.to_parquet(tmp, index=False)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def write_json(obj: object, path: str | Path) -> Path:
+    """Write JSON atomically, keys sorted so reruns give identical bytes."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | Path) -> Iterator[Path]:
+    """Yield a scratch directory that replaces ``path`` only if the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}."))
+    try:
+        yield tmp
+        if path.exists():
+            shutil.rmtree(path)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)

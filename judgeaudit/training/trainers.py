@@ -1,0 +1,88 @@
+"""Training with trl's trainers: causal-LM pre-training and SFT (SFTTrainer, loss on
+the completion only) and DPO (DPOTrainer). No hand-written loops."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import torch
+from datasets import Dataset
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, set_seed
+
+from judgeaudit.config import TrainArgs
+from judgeaudit.tables import atomic_dir
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def _common(args: TrainArgs, seed: int, out: Path) -> dict:
+    return dict(output_dir=str(out / "_trainer"), num_train_epochs=args.epochs,
+                per_device_train_batch_size=args.batch_size, learning_rate=args.lr,
+                lr_scheduler_type="cosine", warmup_steps=5, logging_steps=25, save_strategy="no",
+                report_to=[], seed=seed, data_seed=seed, use_cpu=not torch.cuda.is_available(),
+                dataloader_num_workers=0, disable_tqdm=True, bf16=False,
+                log_level="error")
+
+
+def _save(trainer, tokenizer, tmp: Path) -> dict:
+    history = [h for h in trainer.state.log_history if "loss" in h or "train_loss" in h]
+    trainer.model.save_pretrained(str(tmp), safe_serialization=True)
+    tokenizer.save_pretrained(str(tmp))
+    final = history[-1] if history else {}
+    return {"train_loss": final.get("train_loss"), "steps": trainer.state.global_step}
+
+
+def _eos(tokenizer) -> str:
+    return tokenizer.eos_token or ""
+
+
+def sft(model: PreTrainedModel | str, tokenizer_path: str | Path, rows: list[dict], out: str | Path,
+        args: TrainArgs, seed: int, max_length: int = 256) -> dict:
+    """Supervised fine-tuning on {"prompt", "completion"} rows; saves to ``out``."""
+    from trl import SFTConfig, SFTTrainer
+
+    set_seed(seed)
+    tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_path))
+    if isinstance(model, (str, Path)):
+        model = AutoModelForCausalLM.from_pretrained(str(model), dtype=torch.float32)
+    data = Dataset.from_list([{"prompt": r["prompt"], "completion": r["completion"] + _eos(tokenizer)}
+                              for r in rows])
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+    with atomic_dir(out) as tmp:
+        config = SFTConfig(max_length=max_length, completion_only_loss=True,
+                           **_common(args, seed, tmp))
+        trainer = SFTTrainer(model=model, args=config, train_dataset=data, processing_class=tokenizer)
+        trainer.train()
+        summary = _save(trainer, tokenizer, tmp)
+        _rm_trainer_dir(tmp)
+    return summary
+
+
+def dpo(model: str | Path, rows: list[dict], out: str | Path, args: TrainArgs, beta: float,
+        seed: int, max_length: int = 256) -> dict:
+    """DPO on {"prompt", "chosen", "rejected"} rows from the checkpoint ``model``
+    (also the frozen reference); saves to ``out``."""
+    from trl import DPOConfig, DPOTrainer
+
+    set_seed(seed)
+    tokenizer = AutoTokenizer.from_pretrained(str(model))
+    policy = AutoModelForCausalLM.from_pretrained(str(model), dtype=torch.float32)
+    eos = _eos(tokenizer)
+    data = Dataset.from_list([{"prompt": r["prompt"], "chosen": r["chosen"] + eos,
+                               "rejected": r["rejected"] + eos} for r in rows])
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+    with atomic_dir(out) as tmp:
+        config = DPOConfig(beta=beta, max_length=max_length, **_common(args, seed, tmp))
+        trainer = DPOTrainer(model=policy, args=config, train_dataset=data, processing_class=tokenizer)
+        trainer.train()
+        summary = _save(trainer, tokenizer, tmp)
+        _rm_trainer_dir(tmp)
+    return summary
+
+
+def _rm_trainer_dir(tmp: Path) -> None:
+    import shutil
+
+    shutil.rmtree(tmp / "_trainer", ignore_errors=True)

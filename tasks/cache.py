@@ -1,0 +1,69 @@
+"""Task cache keys: the task's code, the params sections it reads, and the content of
+its inputs (tables, files, directories). A task that writes an artifact is not
+served from cache when that artifact is missing on disk."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import inspect
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+import judgeaudit
+from prefect.cache_policies import CacheKeyFnPolicy
+
+from judgeaudit.config import Params
+
+
+def path_digest(path: Path) -> str:
+    """Content hash of a file, or of every file under a directory."""
+    h = hashlib.sha256()
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    for f in files:
+        h.update(str(f.relative_to(path) if f != path else f.name).encode())
+        h.update(hashlib.sha256(f.read_bytes()).digest())
+    return h.hexdigest()
+
+
+@functools.cache
+def library_digest() -> str:
+    """Hash of the library's source: a code change invalidates cached results."""
+    root = Path(judgeaudit.__file__).parent
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*.py")):
+        h.update(str(f.relative_to(root)).encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def _digest(value: Any, sections: Sequence[str]) -> str:
+    if isinstance(value, Params):
+        dumped = value.model_dump(mode="json")
+        return json.dumps({k: dumped[k] for k in sections} if sections else dumped, sort_keys=True)
+    if isinstance(value, pd.DataFrame):
+        return str(int(pd.util.hash_pandas_object(value, index=False).sum())) + str(list(value.columns))
+    if isinstance(value, Path):
+        return path_digest(value) if value.exists() else f"missing:{value}"
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def artifact_cache(sections: Sequence[str] = (), output: str | None = None) -> CacheKeyFnPolicy:
+    """A cache policy for tasks that read ``sections`` of params; ``output`` names the
+    parameter holding the path the task writes (re-run when it is gone)."""
+
+    def key(ctx, inputs: dict[str, Any]) -> str | None:
+        if output is not None and not Path(inputs[output]).exists():
+            return None
+        h = hashlib.sha256(inspect.getsource(ctx.task.fn).encode() + library_digest().encode())
+        for name in sorted(set(inputs) - {output}):
+            h.update(name.encode())
+            h.update(_digest(inputs[name], sections).encode())
+        return h.hexdigest()
+
+    fn: Callable = key
+    return CacheKeyFnPolicy(cache_key_fn=fn)

@@ -1,0 +1,78 @@
+"""Prefect tasks: thin, cached, retried wrappers around the library's units of work."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pandas as pd
+from prefect import task
+
+from judgeaudit.config import Params
+from judgeaudit.pipeline import audit, bootstrap, generate, judge, students
+from judgeaudit.pipeline.layout import Layout
+from judgeaudit.schemas.validate import validate_table
+from judgeaudit.tables import write_table
+from tasks.cache import artifact_cache
+
+MODELS = ("seed", "corpus", "embedded", "models", "model_defaults")
+_LOAD = dict(retries=2, retry_delay_seconds=5, persist_result=True,
+             cache_expiration=timedelta(days=30))
+
+
+@task(cache_policy=artifact_cache(("seed", "corpus")), persist_result=True)
+def make_prompts(params: Params) -> pd.DataFrame:
+    return bootstrap.make_prompts(params)
+
+
+@task(cache_policy=artifact_cache(MODELS, output="out"), **_LOAD)
+def build_tokenizer(params: Params, out: Path) -> str:
+    return str(bootstrap.build_tokenizer(params, Layout(out.parent.parent)))
+
+
+@task(cache_policy=artifact_cache(MODELS, output="out"), task_run_name="build-{name}", **_LOAD)
+def build_model(params: Params, name: str, out: Path, depends_on: Path) -> dict:
+    """``depends_on``: the tokenizer, or the parent model, whose content keys the cache."""
+    return bootstrap.build_model(params, name, Layout(out.parent.parent))
+
+
+@task(cache_policy=artifact_cache((*MODELS, "generate")), task_run_name="generate-{generator}", **_LOAD)
+def generate_answers(params: Params, generator: str, prompts: pd.DataFrame, model_dir: Path,
+                     root: Path) -> pd.DataFrame:
+    return generate.generate_answers(params, generator, prompts, Layout(root))
+
+
+@task(cache_policy=artifact_cache((*MODELS, "train"), output="out"), task_run_name="train-{out.name}",
+      **_LOAD)
+def train_student(params: Params, base: str, generator: str, method: str, synthetic: pd.DataFrame,
+                  base_dir: Path, out: Path) -> dict:
+    return students.train_student(params, base, generator, method, synthetic, Layout(out.parent.parent))
+
+
+@task(cache_policy=artifact_cache((*MODELS, "train", "generate")), task_run_name="respond-{student[student_id]}",
+      **_LOAD)
+def respond(params: Params, student: dict, prompts: pd.DataFrame, synthetic: pd.DataFrame,
+            student_dir: Path, root: Path) -> pd.DataFrame:
+    return students.respond(params, student, prompts, synthetic, Layout(root))
+
+
+@task(cache_policy=artifact_cache((*MODELS, "judge")), task_run_name="judge-{judge_entry[judge]}",
+      **_LOAD)
+def judge_pairs(params: Params, judge_entry: dict, pairs: pd.DataFrame, judge_dir: Path,
+                root: Path) -> pd.DataFrame:
+    return judge.judge_pairs(params, judge_entry, pairs, Layout(root))
+
+
+@task(cache_policy=artifact_cache(("seed", "audit", "leakage")), persist_result=True)
+def leakage_audit(params: Params, judgments: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    return audit.leakage_audit(params, judgments)
+
+
+@task(task_run_name="validate-{table}")
+def validate(frame: pd.DataFrame, table: str, source: str, quarantine: Path) -> pd.DataFrame:
+    return validate_table(frame, table, source, quarantine)
+
+
+@task(retries=2, retry_delay_seconds=2, task_run_name="write-{path.name}")
+def write(frame: pd.DataFrame, path: Path) -> str:
+    return str(write_table(frame, path))

@@ -1,0 +1,92 @@
+"""Shared fixtures: a tiny params file (the whole DAG in about a minute on 2 cores),
+one Prefect test server for the session, a tiny real transformer."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import pytest
+import yaml
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def tiny_params() -> dict:
+    """The project's params.yaml, shrunk: two generators, one student base, tiny models."""
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params["corpus"].update(n_pretrain=96, n_train_prompts=24, n_eval_prompts=8)
+    params["embedded"].update(vocab_size=320, sizes={"tiny": {"layers": 1, "hidden": 32, "heads": 2,
+                                                             "intermediate": 64}},
+                              pretrain={"epochs": 1, "lr": 0.003, "batch_size": 32})
+    params["models"] = {
+        "gen-f": {"build": {"corpus_style": "formal", "size": "tiny", "seed": 1}},
+        "gen-t": {"build": {"corpus_style": "terse", "size": "tiny", "seed": 2}},
+        "inh-f": {"build": {"corpus_style": "mixed", "init_from": "gen-f", "seed": 3, "epochs": 1}},
+        "sib-t": {"build": {"corpus_style": "terse", "size": "tiny", "seed": 4}},
+        "student": {"build": {"corpus_style": "mixed", "size": "tiny", "seed": 5}},
+    }
+    params["generate"] = {"max_new_tokens": 12, "temperature": 0.7}
+    params["train"].update(sft={"epochs": 1, "lr": 0.001, "batch_size": 8},
+                           dpo={"epochs": 1, "lr": 0.0005, "batch_size": 8}, icl_shots=2)
+    params["leakage"] = {"generators": ["gen-f", "gen-t"], "students": ["student"],
+                         "methods": ["sft", "dpo", "icl"],
+                         "judges": {"gen-f": {"same": "gen-f", "inheritance": "inh-f"},
+                                    "gen-t": {"same": "gen-t", "same_family": "sib-t"}},
+                         "unrelated_judges": []}
+    params["audit"] = {"n_boot": 200, "confidence": 0.95}
+    return params
+
+
+@pytest.fixture
+def tiny_params_file(tmp_path: Path) -> Path:
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(tiny_params(), sort_keys=False))
+    return path
+
+
+@pytest.fixture(scope="session")
+def prefect_server():
+    """One temporary Prefect server for the session; subprocesses reach it by URL."""
+    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=180):
+        url = PREFECT_API_URL.value()
+        old = os.environ.get("PREFECT_API_URL")
+        os.environ["PREFECT_API_URL"] = url
+        try:
+            yield url
+        finally:
+            if old is None:
+                os.environ.pop("PREFECT_API_URL", None)
+            else:
+                os.environ["PREFECT_API_URL"] = old
+
+
+@pytest.fixture(scope="session")
+def tiny_lm(tmp_path_factory):
+    """A real tiny Llama trained for a few steps on the template corpus, loaded through
+    the transformers backend."""
+    from judgeaudit.config import TrainArgs
+    from judgeaudit.generation.corpus import make_items
+    from judgeaudit.generation.styles import render
+    from judgeaudit.models import ModelSpec, load_model
+    from judgeaudit.models.scratch import build_llama, train_tokenizer
+    from judgeaudit.training.trainers import sft
+
+    root = tmp_path_factory.mktemp("tiny_lm")
+    rng = random.Random(0)
+    rows = [{"prompt": f"Q: {it.prompt}\nA:", "completion": " " + render(it, "formal", rng)}
+            for it in make_items(64, 0)]
+    tok = train_tokenizer((r["prompt"] + r["completion"] for r in rows), 300, root / "tok")
+    model = build_llama(tok, layers=1, hidden=32, heads=2, intermediate=64, max_positions=128, seed=0)
+    sft(model, root / "tok", rows, root / "lm", TrainArgs(epochs=1, lr=3e-3, batch_size=16), seed=0)
+    return load_model(ModelSpec(path=str(root / "lm"), chat_template="Q: {prompt}\nA:", batch_size=4),
+                      name="tiny")

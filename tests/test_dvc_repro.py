@@ -1,0 +1,56 @@
+"""A real `dvc repro` in a temporary git repository: everything runs, a second repro
+does nothing, and a judge parameter change reruns only judging and what follows."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT, tiny_params
+
+pytestmark = pytest.mark.slow
+
+
+def _sh(*args: str, cwd: Path) -> str:
+    bindir = str(Path(sys.executable).parent)
+    env = {**__import__("os").environ, "PATH": bindir + ":" + __import__("os").environ["PATH"]}
+    out = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, f"{' '.join(args)} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+    return out.stdout + out.stderr
+
+
+def _ran(log: str) -> set[str]:
+    return set(re.findall(r"Running stage '(\w+)'", log))
+
+
+def test_dvc_repro(prefect_server, tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for item in ("dvc.yaml", "judgeaudit"):
+        src = ROOT / item
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, repo / item)
+    (repo / "params.yaml").write_text(yaml.safe_dump(tiny_params(), sort_keys=False))
+    _sh("git", "init", "-q", cwd=repo)
+    _sh("dvc", "init", "-q", cwd=repo)
+
+    first = _sh("dvc", "repro", cwd=repo)
+    assert _ran(first) == {"bootstrap", "generate", "train", "respond", "judge", "audit", "report"}
+    assert (repo / "data/report/report.html").exists()
+    lock = (repo / "dvc.lock").read_text()
+
+    second = _sh("dvc", "repro", cwd=repo)
+    assert _ran(second) == set()
+    assert (repo / "dvc.lock").read_text() == lock
+
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    params["judge"]["normalise"] = "sum"
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    third = _sh("dvc", "repro", cwd=repo)
+    assert "judge" in _ran(third)
+    assert _ran(third) <= {"judge", "audit", "report"}

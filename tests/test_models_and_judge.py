@@ -1,0 +1,85 @@
+"""The transformers backend on a real tiny transformer: batched == one-at-a-time,
+deterministic verdicts, both judging modes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from judgeaudit.config import load_params
+from judgeaudit.judging.pairwise import likelihood_scores, prompted_probabilities
+
+QUESTIONS = ["What is the capital of France?", "What is 3 plus 4?", "What colour is snow?",
+             "Which is larger, 120 or 45?", "What sound does a cow make?"]
+ANSWERS = ["Certainly. The capital of France is Paris.\n\n**Answer:** Paris", "7.",
+           "Sure thing!\n1. Snow is white.\n2. So it's white.", "Answer: 120.", "moo"]
+
+
+def test_completion_logprobs_batched_equals_single(tiny_lm):
+    prompts = [tiny_lm.format_prompt(q) for q in QUESTIONS]
+    batched = tiny_lm.completion_logprobs(prompts, ANSWERS)
+    single = np.vstack([tiny_lm.completion_logprobs([p], [a]) for p, a in zip(prompts, ANSWERS)])
+    np.testing.assert_allclose(batched, single, rtol=1e-4, atol=1e-4)
+    assert (batched[:, 0] < 0).all() and (batched[:, 1] >= 1).all()
+
+
+def test_next_token_logprobs_batched_equals_single(tiny_lm):
+    prompts = [tiny_lm.format_prompt(q) for q in QUESTIONS]
+    batched = tiny_lm.next_token_logprobs(prompts, [" A", " B"])
+    single = np.vstack([tiny_lm.next_token_logprobs([p], [" A", " B"]) for p in prompts])
+    np.testing.assert_allclose(batched, single, rtol=1e-4, atol=1e-4)
+    assert (batched <= 0).all() and np.exp(batched).sum(axis=1).max() <= 1.0 + 1e-6
+
+
+def test_next_token_candidates_must_differ(tiny_lm):
+    with pytest.raises(ValueError, match="share a first token"):
+        tiny_lm.next_token_logprobs(["Q: x\nA:"], [" A", " A"])
+
+
+def test_greedy_generation_is_deterministic(tiny_lm):
+    prompts = [tiny_lm.format_prompt(q) for q in QUESTIONS]
+    first = tiny_lm.generate(prompts, max_new_tokens=10)
+    assert first == tiny_lm.generate(prompts, max_new_tokens=10)
+    assert first == [tiny_lm.generate([p], max_new_tokens=10)[0] for p in prompts]
+
+
+def test_likelihood_verdicts_deterministic_and_style_sensitive(tiny_lm):
+    # the tiny model was trained on the formal style: it must prefer formal answers
+    formal = ["Certainly. The capital of France is Paris.\n\n**Answer:** Paris",
+              "Certainly. 3 plus 4 equals 7.\n\n**Answer:** 7"]
+    casual = ["Sure thing!\n1. So basically Paris.\n2. That gives us Paris.\nHope that helps!",
+              "Sure thing!\n1. So basically 7.\n2. That gives us 7.\nHope that helps!"]
+    qs = QUESTIONS[:2]
+    s_formal = likelihood_scores(tiny_lm, qs, formal)
+    s_casual = likelihood_scores(tiny_lm, qs, casual)
+    np.testing.assert_array_equal(s_formal, likelihood_scores(tiny_lm, qs, formal))
+    assert (s_formal > s_casual).all()
+
+
+def test_prompted_verdict_deterministic(tiny_lm):
+    template = load_params().judge.prompt_template
+    p1 = prompted_probabilities(tiny_lm, template, QUESTIONS, ANSWERS, ANSWERS[::-1])
+    p2 = prompted_probabilities(tiny_lm, template, QUESTIONS, ANSWERS, ANSWERS[::-1])
+    np.testing.assert_array_equal(p1, p2)
+    assert ((p1 > 0) & (p1 < 1)).all()
+
+
+def test_judge_pairs_both_orders(tiny_lm, tmp_path, monkeypatch):
+    from judgeaudit.pipeline import judge as judge_mod
+
+    params = load_params()
+    monkeypatch.setattr(judge_mod, "load_model", lambda *a, **k: tiny_lm)
+    pairs = pd.DataFrame(dict(method="sft", student_base="s", prompt_id=[f"e{k}" for k in range(5)],
+                              prompt=QUESTIONS, generator_a="ga", generator_b="gb", student_a="sa",
+                              student_b="sb", response_a=ANSWERS, response_b=ANSWERS[::-1]))
+    entry = {"judge": "gen-formal", "tier": "same", "related_generator": "gen-formal"}
+    out = judge_mod.judge_pairs(params, entry, pairs, judge_mod.Layout(tmp_path), progress=False)
+    assert len(out) == 10 and set(out["order"]) == {"AB", "BA"}
+    ab, ba = out[out.order == "AB"].reset_index(), out[out.order == "BA"].reset_index()
+    swap = {"A": "B", "B": "A", "tie": "tie"}
+    assert (ab["verdict"].map(swap) == ba["verdict"]).all()  # likelihood verdicts are order-free
+    assert ab.loc[2, "verdict"] == "tie"  # identical responses
+    prompted = params.model_copy(update={"judge": params.judge.model_copy(update={"mode": "prompted"})})
+    out2 = judge_mod.judge_pairs(prompted, entry, pairs, judge_mod.Layout(tmp_path), progress=False)
+    assert set(out2["mode"]) == {"prompted"} and out2["p_a"].between(0, 1).all()

@@ -1,0 +1,52 @@
+"""Position-swap logic and bootstrap intervals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from judgeaudit.audits.stats import mean_ci, paired_bootstrap
+from judgeaudit.judging.pairwise import combine_orders, order_score, verdict_from_margin
+
+
+@pytest.mark.parametrize("ab,ba,expected", [
+    ("A", "B", 1.0),    # first response wins in both orders
+    ("B", "A", 0.0),    # second wins in both orders
+    ("A", "A", 0.5),    # always position A: position bias, no preference
+    ("B", "B", 0.5),
+    ("tie", "B", 0.75),
+    ("tie", "tie", 0.5),
+])
+def test_combine_orders(ab, ba, expected):
+    assert combine_orders(ab, ba) == expected
+
+
+def test_order_score_rejects_unknown():
+    with pytest.raises(ValueError):
+        order_score("C", "AB")
+    with pytest.raises(ValueError):
+        order_score("A", "XY")
+
+
+def test_verdict_from_margin():
+    assert verdict_from_margin(np.array([0.3, -0.3, 0.0, 1e-9]), 1e-6) == ["A", "B", "tie", "tie"]
+
+
+def test_bootstrap_ci_covers_mean_and_is_reproducible():
+    x = np.random.default_rng(1).normal(0.3, 1.0, 200)
+    a = mean_ci(x, n_boot=1000, confidence=0.95, seed=7)
+    b = mean_ci(x, n_boot=1000, confidence=0.95, seed=7)
+    assert a == b
+    assert a.ci_low < x.mean() < a.ci_high and a.n == 200
+    assert 0.1 < a.ci_high - a.ci_low < 0.5  # about 2 * 1.96 / sqrt(200) = 0.28
+
+
+def test_bootstrap_constant_sample_has_zero_width():
+    est = mean_ci(np.ones(10), n_boot=200, confidence=0.95, seed=0)
+    assert est.ci_low == est.ci_high == est.estimate == 1.0
+
+
+def test_paired_bootstrap_rejects_unequal_lengths():
+    with pytest.raises(ValueError, match="same length"):
+        paired_bootstrap(lambda a, b, axis: a.mean(axis) - b.mean(axis), [np.ones(3), np.ones(4)],
+                         n_boot=100, confidence=0.9, seed=0)

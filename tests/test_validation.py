@@ -1,0 +1,52 @@
+"""Great Expectations suites: a corrupt judgments table is rejected with a message
+naming the table, the expectation and example rows; bad rows are quarantined."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from judgeaudit.schemas.validate import TableValidationError, validate_table
+
+
+def _judgments(n: int = 4) -> pd.DataFrame:
+    return pd.DataFrame([dict(judge="J", tier="same", mode="likelihood", method="sft",
+                              student_base="s", prompt_id=f"e{k // 2}", student_a="a", student_b="b",
+                              generator_a="ga", generator_b="gb", order="AB" if k % 2 == 0 else "BA",
+                              verdict="A", p_a=0.7) for k in range(n)])
+
+
+def test_valid_judgments_pass(tmp_path):
+    frame = _judgments()
+    assert validate_table(frame, "judgments", quarantine_dir=tmp_path).equals(frame)
+    assert not (tmp_path / "judgments.parquet").exists()
+
+
+def test_corrupt_judgments_rejected_and_quarantined(tmp_path):
+    frame = _judgments(6)
+    frame.loc[1, "verdict"] = "maybe"
+    frame.loc[4, "p_a"] = 1.5
+    with pytest.raises(TableValidationError) as err:
+        validate_table(frame, "judgments", source="judge stage", quarantine_dir=tmp_path)
+    msg = str(err.value)
+    assert "table judgments (judge stage) failed validation" in msg
+    assert "expect_column_values_to_be_in_set" in msg and "'maybe'" in msg
+    assert "expect_column_values_to_be_between" in msg
+    quarantined = pd.read_parquet(tmp_path / "judgments.parquet")
+    assert sorted(quarantined["verdict"].tolist()) == ["A", "maybe"]
+    assert len(quarantined) == 2 and "failed_expectations" in quarantined
+
+
+def test_missing_column_and_duplicates_rejected(tmp_path):
+    frame = pd.concat([_judgments(2), _judgments(2)], ignore_index=True).drop(columns="mode")
+    with pytest.raises(TableValidationError) as err:
+        validate_table(frame, "judgments", quarantine_dir=tmp_path)
+    assert "expect_column_to_exist({'column': 'mode'})" in str(err.value)
+    assert "expect_compound_columns_to_be_unique" in str(err.value)
+
+
+def test_metrics_ci_order_checked(tmp_path):
+    frame = pd.DataFrame({"metric": ["pls"], "estimate": [0.2], "ci_low": [0.3], "ci_high": [0.1],
+                          "n": [10]})
+    with pytest.raises(TableValidationError, match="pair_values_a_to_be_greater_than_b"):
+        validate_table(frame, "pls", quarantine_dir=tmp_path)
