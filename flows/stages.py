@@ -53,7 +53,7 @@ def generate_flow(params_path: str = "params.yaml", root: str = "data") -> int:
     params, layout = load_params(params_path), Layout(Path(root))
     prompts = _read(layout.prompts, "prompts", layout)
     frames = [units.generate_answers(params, g, prompts, Path(params.spec_for(g, layout.models).path),
-                                     layout.root) for g in params.leakage.generators]
+                                     str(layout.root)) for g in params.leakage.generators]
     synthetic = units.validate(pd.concat(frames, ignore_index=True), "synthetic", "generate",
                                layout.quarantine)
     units.write(synthetic, layout.synthetic)
@@ -89,7 +89,7 @@ def respond_flow(params_path: str = "params.yaml", root: str = "data") -> int:
     prompts = _read(layout.prompts, "prompts", layout)
     synthetic = _read(layout.synthetic, "synthetic", layout)
     index = read_table(layout.student_index, ["student_id", "path", "method"])
-    frames = [units.respond(params, s, prompts, synthetic, Path(s["path"]), layout.root)
+    frames = [units.respond(params, s, prompts, synthetic, Path(s["path"]), str(layout.root))
               for s in index.to_dict("records")]
     responses = units.validate(pd.concat(frames, ignore_index=True), "responses", "respond",
                                layout.quarantine)
@@ -104,7 +104,7 @@ def judge_flow(params_path: str = "params.yaml", root: str = "data") -> int:
     responses = _read(layout.responses, "responses", layout)
     pairs = comparisons(responses, params.leakage.generators)
     frames = [units.judge_pairs(params, j, pairs, Path(params.spec_for(j["judge"], layout.models).path),
-                                layout.root) for j in unique_roster(params)]
+                                str(layout.root)) for j in unique_roster(params)]
     judgments = units.validate(pd.concat(frames, ignore_index=True), "judgments", "judge",
                                layout.quarantine)
     units.write(judgments, layout.judgments)

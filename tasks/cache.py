@@ -8,15 +8,14 @@ import functools
 import hashlib
 import inspect
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-
-import judgeaudit
 from prefect.cache_policies import CacheKeyFnPolicy
 
+import judgeaudit
 from judgeaudit.config import Params
 
 
@@ -65,5 +64,4 @@ def artifact_cache(sections: Sequence[str] = (), output: str | None = None) -> C
             h.update(_digest(inputs[name], sections).encode())
         return h.hexdigest()
 
-    fn: Callable = key
-    return CacheKeyFnPolicy(cache_key_fn=fn)
+    return CacheKeyFnPolicy(cache_key_fn=key)

@@ -38,8 +38,8 @@ def build_model(params: Params, name: str, out: Path, depends_on: Path) -> dict:
 
 @task(cache_policy=artifact_cache((*MODELS, "generate")), task_run_name="generate-{generator}", **_LOAD)
 def generate_answers(params: Params, generator: str, prompts: pd.DataFrame, model_dir: Path,
-                     root: Path) -> pd.DataFrame:
-    return generate.generate_answers(params, generator, prompts, Layout(root))
+                     root: str) -> pd.DataFrame:
+    return generate.generate_answers(params, generator, prompts, Layout(Path(root)))
 
 
 @task(cache_policy=artifact_cache((*MODELS, "train"), output="out"), task_run_name="train-{out.name}",
@@ -52,15 +52,15 @@ def train_student(params: Params, base: str, generator: str, method: str, synthe
 @task(cache_policy=artifact_cache((*MODELS, "train", "generate")), task_run_name="respond-{student[student_id]}",
       **_LOAD)
 def respond(params: Params, student: dict, prompts: pd.DataFrame, synthetic: pd.DataFrame,
-            student_dir: Path, root: Path) -> pd.DataFrame:
-    return students.respond(params, student, prompts, synthetic, Layout(root))
+            student_dir: Path, root: str) -> pd.DataFrame:
+    return students.respond(params, student, prompts, synthetic, Layout(Path(root)))
 
 
 @task(cache_policy=artifact_cache((*MODELS, "judge")), task_run_name="judge-{judge_entry[judge]}",
       **_LOAD)
 def judge_pairs(params: Params, judge_entry: dict, pairs: pd.DataFrame, judge_dir: Path,
-                root: Path) -> pd.DataFrame:
-    return judge.judge_pairs(params, judge_entry, pairs, Layout(root))
+                root: str) -> pd.DataFrame:
+    return judge.judge_pairs(params, judge_entry, pairs, Layout(Path(root)))
 
 
 @task(cache_policy=artifact_cache(("seed", "audit", "leakage")), persist_result=True)

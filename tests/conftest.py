@@ -29,6 +29,8 @@ def tiny_params() -> dict:
         "gen-f": {"build": {"corpus_style": "formal", "size": "tiny", "seed": 1}},
         "gen-t": {"build": {"corpus_style": "terse", "size": "tiny", "seed": 2}},
         "inh-f": {"build": {"corpus_style": "mixed", "init_from": "gen-f", "seed": 3, "epochs": 1}},
+        "inh-t": {"build": {"corpus_style": "mixed", "init_from": "gen-t", "seed": 6, "epochs": 1}},
+        "sib-f": {"build": {"corpus_style": "formal", "size": "tiny", "seed": 7}},
         "sib-t": {"build": {"corpus_style": "terse", "size": "tiny", "seed": 4}},
         "student": {"build": {"corpus_style": "mixed", "size": "tiny", "seed": 5}},
     }
@@ -37,8 +39,10 @@ def tiny_params() -> dict:
                            dpo={"epochs": 1, "lr": 0.0005, "batch_size": 8}, icl_shots=2)
     params["leakage"] = {"generators": ["gen-f", "gen-t"], "students": ["student"],
                          "methods": ["sft", "dpo", "icl"],
-                         "judges": {"gen-f": {"same": "gen-f", "inheritance": "inh-f"},
-                                    "gen-t": {"same": "gen-t", "same_family": "sib-t"}},
+                         "judges": {"gen-f": {"same": "gen-f", "inheritance": "inh-f",
+                                              "same_family": "sib-f"},
+                                    "gen-t": {"same": "gen-t", "inheritance": "inh-t",
+                                              "same_family": "sib-t"}},
                          "unrelated_judges": []}
     params["audit"] = {"n_boot": 200, "confidence": 0.95}
     return params

@@ -30,8 +30,8 @@ def test_full_audit_flow(prefect_server, tiny_params_file, tmp_path):
     pairs = pls[pls.scope == "pair"]
     assert set(pairs.method) == {"sft", "dpo", "icl"}
     judgments = pd.read_parquet(first / "judgments/judgments.parquet")
-    # 4 judges x 3 methods x 1 pair x 8 prompts x 2 orders
-    assert len(judgments) == 4 * 3 * 8 * 2
+    # 6 judges x 3 methods x 1 pair x 8 prompts x 2 orders
+    assert len(judgments) == 6 * 3 * 8 * 2
     report = json.loads((first / "report/report.json").read_text())
     assert report["summary"]["pls_by_tier"].keys() == {"same", "inheritance", "same_family"}
     assert "Preference leakage audit" in (first / "report/report.html").read_text()
