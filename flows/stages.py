@@ -25,6 +25,13 @@ def _read(path: Path, table: str, layout: Layout) -> pd.DataFrame:
     return units.validate(read_table(path), table, str(path), layout.quarantine)
 
 
+def _publish(frames: list[pd.DataFrame], table: str, stage: str, path: Path, layout: Layout) -> int:
+    """Validate the stage's table, then write it: an invalid table never lands in data/."""
+    frame = units.validate(pd.concat(frames, ignore_index=True), table, stage, layout.quarantine)
+    units.write(frame, path)
+    return len(frame)
+
+
 @flow(name="bootstrap")
 def bootstrap_flow(params_path: str = "params.yaml", root: str = "data") -> list[dict]:
     """Prompt table, tokenizer and the embedded models (real checkpoints are left as they are)."""
@@ -54,10 +61,7 @@ def generate_flow(params_path: str = "params.yaml", root: str = "data") -> int:
     prompts = _read(layout.prompts, "prompts", layout)
     frames = [units.generate_answers(params, g, prompts, Path(params.spec_for(g, layout.models).path),
                                      str(layout.root)) for g in params.leakage.generators]
-    synthetic = units.validate(pd.concat(frames, ignore_index=True), "synthetic", "generate",
-                               layout.quarantine)
-    units.write(synthetic, layout.synthetic)
-    return len(synthetic)
+    return _publish(frames, "synthetic", "generate", layout.synthetic, layout)
 
 
 @flow(name="train")
@@ -91,10 +95,7 @@ def respond_flow(params_path: str = "params.yaml", root: str = "data") -> int:
     index = read_table(layout.student_index, ["student_id", "path", "method"])
     frames = [units.respond(params, s, prompts, synthetic, Path(s["path"]), str(layout.root))
               for s in index.to_dict("records")]
-    responses = units.validate(pd.concat(frames, ignore_index=True), "responses", "respond",
-                               layout.quarantine)
-    units.write(responses, layout.responses)
-    return len(responses)
+    return _publish(frames, "responses", "respond", layout.responses, layout)
 
 
 @flow(name="judge")
@@ -105,10 +106,7 @@ def judge_flow(params_path: str = "params.yaml", root: str = "data") -> int:
     pairs = comparisons(responses, params.leakage.generators)
     frames = [units.judge_pairs(params, j, pairs, Path(params.spec_for(j["judge"], layout.models).path),
                                 str(layout.root)) for j in unique_roster(params)]
-    judgments = units.validate(pd.concat(frames, ignore_index=True), "judgments", "judge",
-                               layout.quarantine)
-    units.write(judgments, layout.judgments)
-    return len(judgments)
+    return _publish(frames, "judgments", "judge", layout.judgments, layout)
 
 
 @flow(name="audit")
