@@ -124,6 +124,21 @@ def audit_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
     return summary
 
 
+@flow(name="boat")
+def boat_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
+    """Vanilla vs BOAT accuracy, clean and after training on the test items."""
+    params, layout = load_params(params_path), Layout(Path(root))
+    if params.boat is None:  # not configured: an empty summary keeps the DAG's outputs whole
+        write_json({}, layout.boat / "summary.json")
+        return {}
+    model_dir = Path(params.spec_for(params.boat.model, layout.models).path)
+    results, summary = units.boat_audit(params, model_dir, layout.boat / "contaminated")
+    results = units.validate(results, "boat_results", "boat", layout.quarantine)
+    units.write(results, layout.boat / "results.parquet")
+    write_json(summary, layout.boat / "summary.json")
+    return {name: {k: round(v[k]["accuracy"], 3) for k in ("vanilla", "boat")} for name, v in summary.items()}
+
+
 @flow(name="report")
 def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
     """HTML + JSON report, and the same as Prefect artifacts."""
@@ -136,7 +151,9 @@ def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
     pls = _read(layout.metrics / "pls.parquet", "pls", layout)
     summary = json.loads((layout.metrics / "summary.json").read_text())
     responses = _read(layout.responses, "responses", layout)
-    paths = write_report(wr, pls, summary, responses, layout.report)
+    boat_file = layout.boat / "summary.json"
+    boat = json.loads(boat_file.read_text()) if boat_file.exists() else None
+    paths = write_report(wr, pls, summary, responses, layout.report, boat=boat)
     table = summary_table(pls)
     create_markdown_artifact(key="preference-leakage",
                              markdown="# Preference leakage (PLS, 95% CI, n prompts)\n\n"
@@ -146,12 +163,13 @@ def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
 
 
 STAGES = {"bootstrap": bootstrap_flow, "generate": generate_flow, "train": train_flow,
-          "respond": respond_flow, "judge": judge_flow, "audit": audit_flow, "report": report_flow}
+          "respond": respond_flow, "judge": judge_flow, "audit": audit_flow, "boat": boat_flow,
+          "report": report_flow}
 
 
 @flow(name="full-audit")
 def full_audit(params_path: str = "params.yaml", root: str = "data") -> str:
-    """The whole DAG: bootstrap -> generate -> train -> respond -> judge -> audit -> report."""
+    """The whole DAG: bootstrap -> generate -> train -> respond -> judge -> audit -> boat -> report."""
     for stage in STAGES.values():
         result = stage(params_path=params_path, root=root)
     return str(result)

@@ -133,6 +133,14 @@ class Audit(_Strict):
     confidence: float = Field(gt=0.5, lt=1.0)
 
 
+class Boat(_Strict):
+    model: str  # the model evaluated, and fine-tuned on the test items for the contamination check
+    n_items: int = Field(ge=4)
+    runs: int = Field(ge=1)
+    shots: int = Field(ge=0)
+    contaminate: TrainArgs
+
+
 class Params(_Strict):
     seed: int
     corpus: Corpus
@@ -144,6 +152,7 @@ class Params(_Strict):
     leakage: Leakage
     judge: Judge
     audit: Audit
+    boat: Boat | None = None
 
     @model_validator(mode="after")
     def _references(self) -> "Params":
@@ -168,6 +177,8 @@ class Params(_Strict):
                     need(model, f"leakage.judges.{g}.{tier}")
         for j in self.leakage.unrelated_judges:
             need(j, "leakage.unrelated_judges")
+        if self.boat is not None:
+            need(self.boat.model, "boat.model")
         return self
 
     # -- derived ---------------------------------------------------------------------

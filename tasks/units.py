@@ -9,7 +9,7 @@ import pandas as pd
 from prefect import task
 
 from judgeaudit.config import Params
-from judgeaudit.pipeline import audit, bootstrap, generate, judge, students
+from judgeaudit.pipeline import audit, boat, bootstrap, generate, judge, students
 from judgeaudit.pipeline.layout import Layout
 from judgeaudit.schemas.validate import validate_table
 from judgeaudit.tables import write_table
@@ -66,6 +66,12 @@ def judge_pairs(params: Params, judge_entry: dict, pairs: pd.DataFrame, judge_di
 @task(cache_policy=artifact_cache(("seed", "audit", "leakage")), persist_result=True)
 def leakage_audit(params: Params, judgments: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     return audit.leakage_audit(params, judgments)
+
+
+@task(cache_policy=artifact_cache(("seed", "corpus", "audit", "boat", *MODELS), output="out"), **_LOAD)
+def boat_audit(params: Params, model_dir: Path, out: Path) -> tuple[pd.DataFrame, dict]:
+    """``out``: where the contaminated model is written."""
+    return boat.boat_stage(params, Layout(out.parent.parent))
 
 
 @task(task_run_name="validate-{table}")

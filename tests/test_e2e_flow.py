@@ -12,7 +12,8 @@ import pytest
 pytestmark = pytest.mark.slow
 
 TABLES = ["prompts/prompts.parquet", "synthetic/answers.parquet", "responses/responses.parquet",
-          "judgments/judgments.parquet", "metrics/win_rates.parquet", "metrics/pls.parquet"]
+          "judgments/judgments.parquet", "metrics/win_rates.parquet", "metrics/pls.parquet",
+          "boat/results.parquet"]
 
 
 def test_full_audit_flow(prefect_server, tiny_params_file, tmp_path):
@@ -36,6 +37,9 @@ def test_full_audit_flow(prefect_server, tiny_params_file, tmp_path):
     assert report["summary"]["pls_by_tier"].keys() == {"same", "inheritance", "same_family"}
     assert "Preference leakage audit" in (first / "report/report.html").read_text()
     assert (first / "report/pls_by_tier.png").stat().st_size > 1000
+    boat = report["boat"]
+    assert set(boat) == {"clean", "contaminated"} and boat["clean"]["runs"] == 2
+    assert sum(boat["clean"]["confusion"].values()) == 2 * 8
 
     full_audit(params_path=str(tiny_params_file), root=str(second))
     for table in TABLES:

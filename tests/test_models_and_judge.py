@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from judgeaudit.config import load_params
 from judgeaudit.judging.pairwise import likelihood_scores, prompted_probabilities
@@ -35,6 +36,21 @@ def test_next_token_logprobs_batched_equals_single(tiny_lm):
 def test_next_token_candidates_must_differ(tiny_lm):
     with pytest.raises(ValueError, match="share a first token"):
         tiny_lm.next_token_logprobs(["Q: x\nA:"], [" A", " A"])
+
+
+def test_uneven_candidates_scored_as_whole_sequences(tiny_lm):
+    prompts = [tiny_lm.format_prompt(q) for q in QUESTIONS[:3]]
+    cands = [" is", " is the"]  # the first's tokens are a prefix of the second's
+    a, b = tiny_lm._encode(cands)
+    assert b[:len(a)] == a and len(b) > len(a)
+    got = tiny_lm.next_token_logprobs(prompts, cands)
+    for j, c in enumerate(cands):
+        ids = tiny_lm._encode([c])[0]
+        for i, p in enumerate(prompts):
+            full = tiny_lm._encode([p])[0] + ids
+            logp = torch.log_softmax(tiny_lm.model(torch.tensor([full])).logits[0].float(), -1)
+            expected = sum(logp[len(full) - len(ids) - 1 + t, tok].item() for t, tok in enumerate(ids))
+            assert got[i, j] == pytest.approx(expected, abs=1e-4)
 
 
 def test_greedy_generation_is_deterministic(tiny_lm):

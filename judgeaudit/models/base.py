@@ -33,4 +33,5 @@ class LanguageModel(ABC):
     @abstractmethod
     def next_token_logprobs(self, prompts: Sequence[str], candidates: Sequence[str]) -> np.ndarray:
         """Array [n, k]: log-prob of each candidate's first distinguishing token right
-        after each prompt (one forward pass, no sampling), over the full vocabulary."""
+        after each prompt (one forward pass, no sampling), over the full vocabulary; where
+        the candidates tokenize unevenly, of each candidate's whole token sequence."""

@@ -117,17 +117,33 @@ class TransformersModel(LanguageModel):
                 result[i] = (token_lp[row, token_lp.shape[1] - k:].sum().item(), k)
         return result
 
+    def _continuation_logprobs(self, prompts: list[list[int]], cont: list[int]) -> np.ndarray:
+        """Summed log-prob of the token sequence ``cont`` after each prompt."""
+        seqs = [(p + cont)[-self.spec.max_length:] for p in prompts]
+        out = np.zeros(len(seqs))
+        for batch in self._iter(len(seqs), [len(s) for s in seqs], "score"):
+            ids, mask = self._pad([seqs[i] for i in batch])
+            logp = torch.log_softmax(self._logits(ids, mask)[:, -len(cont) - 1:-1], dim=-1)
+            target = ids[:, -len(cont):, None]
+            out[batch] = logp.gather(-1, target)[..., 0].sum(-1).cpu().numpy()
+        return out
+
     def next_token_logprobs(self, prompts: Sequence[str], candidates: Sequence[str]) -> np.ndarray:
         # Small vocabularies split " A" into " " + "A": score the first token where the
         # candidates differ, after their shared prefix (whose probability cancels out).
+        # Where candidates tokenize unevenly (" A" one token, " C" two), score each
+        # candidate's whole token sequence instead (one pass per candidate).
         cand = self._encode(candidates)
+        if len({tuple(c) for c in cand}) != len(cand):
+            raise ValueError(f"candidates {list(candidates)} share a first token for {self.name}")
         k = 0
         while all(len(c) > k for c in cand) and len({c[k] for c in cand}) == 1:
             k += 1
+        encoded = [e[-self.spec.max_length:] for e in self._encode(prompts)]
         if any(len(c) <= k for c in cand) or len({c[k] for c in cand}) != len(cand):
-            raise ValueError(f"candidates {list(candidates)} share a first token for {self.name}")
+            return np.stack([self._continuation_logprobs(encoded, c) for c in cand], axis=1)
         shared, cand_ids = cand[0][:k], [c[k] for c in cand]
-        encoded = [(e + shared)[-self.spec.max_length:] for e in self._encode(prompts)]
+        encoded = [(e + shared)[-self.spec.max_length:] for e in encoded]
         result = np.zeros((len(prompts), len(candidates)))
         for batch in self._iter(len(encoded), [len(e) for e in encoded], "verdict"):
             ids, mask = self._pad([encoded[i] for i in batch])

@@ -51,5 +51,9 @@ class Layout:
         return self.root / "report"
 
     @property
+    def boat(self) -> Path:
+        return self.root / "boat"
+
+    @property
     def quarantine(self) -> Path:
         return self.root / "quarantine"

@@ -20,6 +20,16 @@ def _fmt(frame: pd.DataFrame) -> str:
     return frame.to_html(index=False, float_format=lambda x: f"{x:.3f}", border=0, classes="t")
 
 
+def _boat_section(boat: dict | None) -> str:
+    if not boat:
+        return ""
+    return ("<h2>Contamination check (BOAT)</h2><p>Accuracy on multiple-choice items, plain "
+            "(vanilla) and under bags of atomic interventions (BOAT), for the clean model and "
+            "after fine-tuning it on the test items. A large vanilla - BOAT gap flags memorised "
+            "answers.</p>" + _fmt(boat_table(boat)) + "<h3>BOAT accuracy per intervention</h3>"
+            + _fmt(boat_interventions(boat)))
+
+
 def plot_pls(pls: pd.DataFrame, path: Path) -> Path:
     """Bar chart: PLS per association tier and method, with CI whiskers."""
     cells = pls[pls.scope == "method"]
@@ -70,8 +80,27 @@ def summary_table(pls: pd.DataFrame) -> pd.DataFrame:
     return table[[t for t in TIER_ORDER if t in table.columns]].reset_index()
 
 
+def boat_table(boat: dict) -> pd.DataFrame:
+    """Vanilla vs BOAT accuracy per model: mean +- std over runs, CI over items, n items."""
+    rows = []
+    for model, s in boat.items():
+        row = {"model": model}
+        for key in ("vanilla", "boat"):
+            f = s[key]
+            row[key] = (f"{f['accuracy']:.3f} ± {f['std']:.3f} [{f['ci_low']:.3f}, {f['ci_high']:.3f}] "
+                        f"(n={f['n']}, runs={s['runs']})")
+        row.update({k: v for k, v in s["confusion"].items()})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def boat_interventions(boat: dict) -> pd.DataFrame:
+    return pd.DataFrame([{"model": m, "intervention": k, "boat_accuracy": v["accuracy"], "n": v["n"]}
+                         for m, s in boat.items() for k, v in s["per_intervention"].items()])
+
+
 def write_report(wr: pd.DataFrame, pls: pd.DataFrame, summary: dict, responses: pd.DataFrame,
-                 out_dir: Path) -> dict[str, Path]:
+                 out_dir: Path, boat: dict | None = None) -> dict[str, Path]:
     """Write report.html, report.json and the plots into ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     pls_png = plot_pls(pls, out_dir / "pls_by_tier.png")
@@ -93,10 +122,12 @@ Position consistency of verdicts across the two presentation orders: {summary['p
 <h2>Win rates</h2><img src="{wr_png.name}" alt="win rates">
 <h2>PLS per generator pair</h2>{_fmt(pairs)}
 <h2>Win rates per judge</h2>{_fmt(wr.drop(columns=["metric", "confidence"]))}
+{_boat_section(boat)}
 <h2>Sample responses</h2>{_fmt(samples.map(lambda s: str(s)[:160]))}
 </body></html>"""
     (out_dir / "report.html").write_text(body)
-    figures = {"summary": summary, "pls": pls.to_dict("records"), "win_rates": wr.to_dict("records")}
+    figures = {"summary": summary, "pls": pls.to_dict("records"), "win_rates": wr.to_dict("records"),
+               "boat": boat or {}}
     write_json(figures, out_dir / "report.json")
     return {"html": out_dir / "report.html", "json": out_dir / "report.json", "pls_png": pls_png,
             "win_rates_png": wr_png}

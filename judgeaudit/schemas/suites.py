@@ -75,8 +75,19 @@ def metrics_suite() -> list:
     ]
 
 
+def boat_results_suite() -> list:
+    return [
+        *_columns(["model", "run", "item", "bag", "vanilla_correct", "boat_correct"]),
+        gxe.ExpectTableRowCountToBeBetween(min_value=1),
+        gxe.ExpectColumnValuesToBeInSet(column="vanilla_correct", value_set=[True, False]),
+        gxe.ExpectColumnValuesToBeInSet(column="boat_correct", value_set=[True, False]),
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["model", "run", "item"]),
+    ]
+
+
 SUITES = {"prompts": prompts_suite, "synthetic": synthetic_suite, "responses": responses_suite,
-          "judgments": judgments_suite, "win_rates": metrics_suite, "pls": metrics_suite}
+          "judgments": judgments_suite, "win_rates": metrics_suite, "pls": metrics_suite,
+          "boat_results": boat_results_suite}
 
 
 def build_suite(table: str) -> gx.ExpectationSuite:

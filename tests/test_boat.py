@@ -1,0 +1,107 @@
+"""BOAT interventions, property-tested: every bag keeps the item answerable and its
+label right by construction, and the constraint table holds."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from judgeaudit.audits.boat import (MCQ, NONE_OPTION, answer_jitter, apply_bag, question_jitter,
+                                    sample_bag)
+
+option_text = st.text(alphabet="abcdefghijklmnopqrstuvwxyz ", min_size=1, max_size=12)
+
+
+@st.composite
+def mcqs(draw) -> MCQ:
+    options = draw(st.lists(option_text, min_size=2, max_size=6, unique=True))
+    answer = draw(st.integers(0, len(options) - 1))
+    return MCQ("What is it?", tuple(options), answer, labels=tuple("ABCDEF"[: len(options)]))
+
+
+@given(mcqs(), st.integers(0, 10_000))
+@settings(max_examples=300, deadline=None)
+def test_bags_keep_the_label_right(item, seed):
+    rng = random.Random(seed)
+    bag = sample_bag(rng)
+    out = apply_bag(item, bag, rng)
+    correct = item.options[item.answer]
+    if "binary_transformation" in bag:
+        assert bag == ("binary_transformation",)
+        assert out.binary in item.options
+        assert out.gold == ("Yes" if out.binary == correct else "No")
+        return
+    assert len(set(out.labels)) == len(out.labels) == len(out.options)
+    assert sorted(o for o in out.options if o != NONE_OPTION) == sorted(
+        o for o in item.options if not ("answer_removal" in bag and o == correct))
+    if "answer_removal" in bag:
+        assert out.options[out.answer] == NONE_OPTION and correct not in out.options
+    else:
+        assert out.options[out.answer] == correct
+    assert out.gold == out.labels[out.answer]
+    assert item.question in out.render() and f"{out.gold}. {out.options[out.answer]}" in out.render()
+
+
+def test_constraint_table_and_probabilities():
+    rng = random.Random(0)
+    bags = [sample_bag(rng) for _ in range(20_000)]
+    counts = Counter(name for bag in bags for name in bag)
+    for bag in bags:
+        assert "binary_transformation" not in bag or len(bag) == 1
+        assert "answer_removal" not in bag or "distractor_hint" in bag
+    n = len(bags)
+    assert abs(counts["binary_transformation"] / n - 0.1) < 0.01
+    assert abs(counts["option_shuffling"] / n - 0.45) < 0.015  # 0.5 of the 90% without BT
+    assert abs(counts["answer_removal"] / n - 0.225) < 0.015  # 0.5 of those with a hint
+    few_shot = Counter(name for _ in range(20_000) for name in sample_bag(rng, answer_removal_scale=0.5))
+    assert abs(few_shot["answer_removal"] / n - 0.1125) < 0.01  # halved for few-shot examples
+
+
+def test_illegal_bags_rejected():
+    item = MCQ("q", ("a", "b"), 0, labels=("A", "B"))
+    for bag in (("answer_removal",), ("binary_transformation", "option_shuffling")):
+        try:
+            apply_bag(item, bag, random.Random(0))
+        except ValueError:
+            continue
+        raise AssertionError(f"{bag} accepted")
+
+
+@given(st.integers(2, 99), st.integers(2, 99), st.integers(0, 1000))
+def test_question_jitter_relabels(a, b, seed):
+    text, answer = question_jitter(f"What is {a} plus {b}?", lambda x, y: x + y, random.Random(seed))
+    x, y = (int(t) for t in text.removeprefix("What is ").removesuffix("?").split(" plus "))
+    assert answer == x + y and (x, y) != (a, b)
+
+
+@given(st.integers(-1000, 1000), st.integers(0, 1000))
+def test_answer_jitter_contains_answer_once(answer, seed):
+    item = answer_jitter(answer, random.Random(seed))
+    assert item.options[item.answer] == str(answer)
+    assert len(set(item.options)) == 4
+
+
+def test_boat_runs_on_a_real_tiny_model(tiny_lm):
+    from judgeaudit.audits.boat_eval import boat_runs, boat_summary
+    from judgeaudit.generation.mcq import make_mcqs
+
+    items = make_mcqs(12, 0, ("arithmetic", "capital", "antonym", "colour"))
+    pool = make_mcqs(10, 1, ("capital", "colour"))
+    first = boat_runs(tiny_lm, items, runs=2, shots=1, shot_pool=pool, seed=3)
+    second = boat_runs(tiny_lm, items, runs=2, shots=1, shot_pool=pool, seed=3)
+    assert first.equals(second) and len(first) == 24
+    summary = boat_summary(first, n_boot=200, confidence=0.95, seed=0)
+    assert sum(summary["confusion"].values()) == 24
+    assert 0 <= summary["boat"]["ci_low"] <= summary["boat"]["accuracy"] <= summary["boat"]["ci_high"] <= 1
+    bags = set(first["bag"])
+    assert all("answer_removal" not in b or "distractor_hint" in b for b in bags)
+
+
+def test_mcq_items_are_answerable():
+    from judgeaudit.generation.mcq import make_mcqs
+
+    for item in make_mcqs(60, 4, ("arithmetic", "capital", "antonym", "colour", "units", "animal")):
+        assert len(set(item.options)) == 4 and item.gold in item.labels
