@@ -136,7 +136,30 @@ def boat_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
     results = units.validate(results, "boat_results", "boat", layout.quarantine)
     units.write(results, layout.boat / "results.parquet")
     write_json(summary, layout.boat / "summary.json")
-    return {name: {k: round(v[k]["accuracy"], 3) for k in ("vanilla", "boat")} for name, v in summary.items()}
+    return {name: {k: round(v[k]["accuracy"], 3) for k in ("vanilla", "boat")}
+            for name, v in summary.items() if name != "probe"}
+
+
+@flow(name="pu")
+def pu_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
+    """PU audit of the embedded judges on known-quality pairs, clean and under attack."""
+    from judgeaudit.pipeline.pu_default import attack_flip_rates
+
+    params, layout = load_params(params_path), Layout(Path(root))
+    layout.pu.mkdir(parents=True, exist_ok=True)
+    if params.pu is None:  # not configured: an empty summary keeps the DAG's outputs whole
+        write_json({}, layout.pu / "summary.json")
+        return {}
+    table, verdicts = units.pu_audit(params, layout.models, str(layout.root))
+    table = units.validate(table, "pu_consistency", "pu", layout.quarantine)
+    units.write(table, layout.pu / "consistency.parquet")
+    units.write(verdicts, layout.pu / "verdicts.parquet")
+    a = params.audit
+    flips = attack_flip_rates(verdicts, n_boot=a.n_boot, confidence=a.confidence, seed=params.seed)
+    overall = table[table.qtype == "all"]
+    summary = {"consistency": overall.to_dict("records"), "attack_flip_rates": flips.to_dict("records")}
+    write_json(summary, layout.pu / "summary.json")
+    return {"judges": int(overall.judge.nunique()), "conditions": sorted(set(overall.condition))}
 
 
 @flow(name="report")
@@ -153,7 +176,9 @@ def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
     responses = _read(layout.responses, "responses", layout)
     boat_file = layout.boat / "summary.json"
     boat = json.loads(boat_file.read_text()) if boat_file.exists() else None
-    paths = write_report(wr, pls, summary, responses, layout.report, boat=boat)
+    pu_file = layout.pu / "summary.json"
+    pu = json.loads(pu_file.read_text()) if pu_file.exists() else None
+    paths = write_report(wr, pls, summary, responses, layout.report, boat=boat, pu=pu)
     table = summary_table(pls)
     create_markdown_artifact(key="preference-leakage",
                              markdown="# Preference leakage (PLS, 95% CI, n prompts)\n\n"
@@ -164,12 +189,13 @@ def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
 
 STAGES = {"bootstrap": bootstrap_flow, "generate": generate_flow, "train": train_flow,
           "respond": respond_flow, "judge": judge_flow, "audit": audit_flow, "boat": boat_flow,
+          "pu": pu_flow,
           "report": report_flow}
 
 
 @flow(name="full-audit")
 def full_audit(params_path: str = "params.yaml", root: str = "data") -> str:
-    """The whole DAG: bootstrap -> generate -> train -> respond -> judge -> audit -> boat -> report."""
+    """The whole DAG: bootstrap -> generate -> train -> respond -> judge -> audit -> boat -> pu -> report."""
     for stage in STAGES.values():
         result = stage(params_path=params_path, root=root)
     return str(result)

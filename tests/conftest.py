@@ -45,6 +45,7 @@ def tiny_params() -> dict:
                                               "same_family": "sib-t"}},
                          "unrelated_judges": []}
     params["audit"] = {"n_boot": 200, "confidence": 0.95}
+    params["pu"] = {"n_pairs": 14, "p_ratio": 0.3, "eta": 0.5, "splits": 2}
     params["boat"] = {"model": "student", "n_items": 8, "runs": 2, "shots": 1,
                       "contaminate": {"epochs": 2, "lr": 0.003, "batch_size": 8}}
     return params

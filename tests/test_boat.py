@@ -105,3 +105,29 @@ def test_mcq_items_are_answerable():
 
     for item in make_mcqs(60, 4, ("arithmetic", "capital", "antonym", "colour", "units", "animal")):
         assert len(set(item.options)) == 4 and item.gold in item.labels
+
+
+def test_agent_probe_rules_and_rates(tiny_lm):
+    import pandas as pd
+
+    from judgeaudit.audits.agent_probe import confidences, probe_rates, rule_rephrase
+    from judgeaudit.generation.corpus import make_items
+
+    items = make_items(20, 0)
+    probes = rule_rephrase(items, seed=0)
+    assert [p.holds for p in probes[:4]] == [True, False, True, False]
+    for item, probe in zip(items, probes):
+        if probe.holds:
+            assert item.prompt in probe.question
+        else:
+            assert item.prompt not in probe.question and probe.label == item.fact
+    for mode in ("prompted", "likelihood"):
+        conf = confidences(tiny_lm, probes, mode)
+        assert ((conf >= 1) & (conf <= 10)).all()
+    # a judge that trusts everything is over-confident on every broken item, never under-confident
+    frame = pd.DataFrame({"judge": "yes-man", "item_id": [p.item_id for p in probes],
+                          "holds": [p.holds for p in probes], "confidence": 9.0})
+    rates = probe_rates(frame, n_boot=200, confidence=0.95, seed=0).set_index("judge")
+    assert rates.loc["yes-man", "over_confidence"] == 1.0
+    assert rates.loc["yes-man", "under_confidence"] == 0.0
+    assert rates.loc["consensus", "error"] == 0.5 and rates.loc["yes-man", "error_n"] == 20

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.slow
 
 TABLES = ["prompts/prompts.parquet", "synthetic/answers.parquet", "responses/responses.parquet",
           "judgments/judgments.parquet", "metrics/win_rates.parquet", "metrics/pls.parquet",
-          "boat/results.parquet"]
+          "boat/results.parquet", "pu/consistency.parquet", "pu/verdicts.parquet"]
 
 
 def test_full_audit_flow(prefect_server, tiny_params_file, tmp_path):
@@ -40,6 +40,12 @@ def test_full_audit_flow(prefect_server, tiny_params_file, tmp_path):
     boat = report["boat"]
     assert set(boat) == {"clean", "contaminated"} and boat["clean"]["runs"] == 2
     assert sum(boat["clean"]["confusion"].values()) == 2 * 8
+    assert {r["judge"] for r in boat["probe"]} >= {"gen-f", "consensus"}
+    pu = report["pu"]
+    conditions = {(r["judge"], r["condition"]) for r in pu["consistency"]}
+    assert len(conditions) == 6 * 4  # every judge, clean and under the three attacks
+    assert {r["attack"] for r in pu["attack_flip_rates"]} == {"length", "sentiment", "distraction"}
+    assert "PU audit of the judges" in (first / "report/report.html").read_text()
 
     full_audit(params_path=str(tiny_params_file), root=str(second))
     for table in TABLES:

@@ -50,3 +50,11 @@ def test_paired_bootstrap_rejects_unequal_lengths():
     with pytest.raises(ValueError, match="same length"):
         paired_bootstrap(lambda a, b, axis: a.mean(axis) - b.mean(axis), [np.ones(3), np.ones(4)],
                          n_boot=100, confidence=0.9, seed=0)
+
+
+@pytest.mark.parametrize("ab,ba,expected", [("A", "B", "A"), ("B", "A", "B"), ("A", "A", "A"),
+                                            ("B", "B", "B"), ("tie", "tie", "A"), ("tie", "A", "B")])
+def test_binary_verdict(ab, ba, expected):
+    from judgeaudit.judging.pairwise import binary_verdict
+
+    assert binary_verdict(ab, ba) == expected

@@ -40,3 +40,4 @@ def test_pu_audit_on_judgebench(tmp_path):
     assert overall.flip_rate.between(0, 1).all() and (overall.n_pairs > 300).all()
     paths = write_pu_report(table, sens, items, cfg.eta, tmp_path)
     assert paths["radar_png"].stat().st_size > 1000
+    assert paths["projection_png"].stat().st_size > 1000

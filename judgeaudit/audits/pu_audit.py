@@ -67,7 +67,8 @@ def audit_split(frame: pd.DataFrame, z: np.ndarray, labelled: np.ndarray, cfg: P
     """One split: ``labelled`` marks comparisons whose human label is visible. Returns
     the unlabelled comparisons with their score and adjusted verdict."""
     agree = (frame["verdict"] == frame["human"]).to_numpy()
-    m = float(np.clip(agree[labelled].mean() * cfg.m_scale, 0.01, 1.0))  # held-out consistency
+    # the mass to move: judge-human consistency where labels are visible
+    m = float(np.clip(agree[labelled].mean() * cfg.m_scale, 0.01, 1.0)) if labelled.any() else 1.0
     out = []
     positives = labelled & agree
     for qtype, idx in frame.groupby("qtype").indices.items():
@@ -76,7 +77,8 @@ def audit_split(frame: pd.DataFrame, z: np.ndarray, labelled: np.ndarray, cfg: P
         if len(pos) < cfg.min_positives:
             pos = np.flatnonzero(positives)
         pos = pos[denoise(z[pos], cfg.keep)] if len(pos) > 1 else pos
-        s = pu_scores(z[pos], z[unl], m, cfg)
+        # no verified verdict at all: nothing to compare with, so nothing is flipped
+        s = pu_scores(z[pos], z[unl], m, cfg) if len(pos) else np.ones(len(unl))
         flip = s < cfg.eta
         part = frame.iloc[unl][["pair_id", "qtype", "verdict", "human"]].assign(
             score=s, flipped=flip, mass=m)

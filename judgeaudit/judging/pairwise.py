@@ -34,6 +34,15 @@ def combine_orders(verdict_ab: str, verdict_ba: str) -> float:
     return (order_score(verdict_ab, "AB") + order_score(verdict_ba, "BA")) / 2
 
 
+def binary_verdict(verdict_ab: str, verdict_ba: str) -> str:
+    """One "A"/"B" verdict from both orders; where they disagree, the first order's
+    verdict stands (and "A" if that was a tie)."""
+    score = combine_orders(verdict_ab, verdict_ba)
+    if score != 0.5:
+        return "A" if score > 0.5 else "B"
+    return verdict_ab if verdict_ab != "tie" else "A"
+
+
 def verdict_from_margin(margin: np.ndarray, tie_margin: float) -> list[str]:
     """"A" where margin > tie_margin, "B" where < -tie_margin, else "tie"."""
     return ["A" if m > tie_margin else "B" if m < -tie_margin else "tie" for m in margin]

@@ -5,12 +5,30 @@ from __future__ import annotations
 
 import pandas as pd
 
+from judgeaudit.audits.agent_probe import confidences, probe_rates, rule_rephrase
 from judgeaudit.audits.boat_eval import boat_runs, boat_summary
 from judgeaudit.config import Params
+from judgeaudit.generation.corpus import make_items
 from judgeaudit.generation.mcq import make_mcqs
 from judgeaudit.models import load_model
+from judgeaudit.pipeline.audit import unique_roster
 from judgeaudit.pipeline.layout import Layout
 from judgeaudit.training.trainers import sft
+
+
+def agent_probe(params: Params, layout: Layout) -> pd.DataFrame:
+    """Every judge rates rephrased eval-style items (half with the label broken)."""
+    probes = rule_rephrase(make_items(params.boat.n_items, params.seed + 8, "r",
+                                      tuple(params.corpus.categories)), params.seed)
+    frames = []
+    for entry in unique_roster(params):
+        name = entry["judge"]
+        judge = load_model(params.spec_for(name, layout.models), name=name)
+        conf = confidences(judge, probes, params.judge.modes.get(name, params.judge.mode))
+        frames.append(pd.DataFrame({"judge": name, "item_id": [p.item_id for p in probes],
+                                    "holds": [p.holds for p in probes], "confidence": conf}))
+    return probe_rates(pd.concat(frames, ignore_index=True), n_boot=params.audit.n_boot,
+                       confidence=params.audit.confidence, seed=params.seed)
 
 
 def boat_stage(params: Params, layout: Layout) -> tuple[pd.DataFrame, dict]:
@@ -30,5 +48,6 @@ def boat_stage(params: Params, layout: Layout) -> tuple[pd.DataFrame, dict]:
     contaminated = load_model(spec.model_copy(update={"path": str(out)}), name=f"{cfg.model}+test-set")
     results["contaminated"] = boat_runs(contaminated, items, **kw)
     summary = {name: boat_summary(res, **stats) for name, res in results.items()}
+    summary["probe"] = agent_probe(params, layout).to_dict("records")
     table = pd.concat([res.assign(model=name) for name, res in results.items()], ignore_index=True)
     return table, summary

@@ -55,5 +55,9 @@ class Layout:
         return self.root / "boat"
 
     @property
+    def pu(self) -> Path:
+        return self.root / "pu"
+
+    @property
     def quarantine(self) -> Path:
         return self.root / "quarantine"

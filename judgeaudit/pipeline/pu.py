@@ -36,7 +36,10 @@ def judgebench_pu_audit(root: str | Path, encoder: Encoder, cfg: PUConfig, *, n_
         index = pairs.reset_index().set_index("pair_id").loc[frame["pair_id"], "index"].to_numpy()
         z = improvement_vectors(emb_a[index], emb_b[index], frame["verdict"])
         results = run_pu_audit(frame, z, cfg)
-        items.append(results.assign(judge=judge))
+        centred = z - z.mean(axis=0)
+        coords = centred @ np.linalg.svd(centred, full_matrices=False)[2][:2].T  # PCA to 2-D
+        proj = pd.DataFrame({"pair_id": frame["pair_id"], "pc1": coords[:, 0], "pc2": coords[:, 1]})
+        items.append(results.merge(proj, on="pair_id").assign(judge=judge))
         tables.append(consistency_table(results, n_boot=n_boot, confidence=confidence,
                                         seed=cfg.seed).assign(judge=judge))
         if sensitivity:

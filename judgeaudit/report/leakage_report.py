@@ -20,6 +20,20 @@ def _fmt(frame: pd.DataFrame) -> str:
     return frame.to_html(index=False, float_format=lambda x: f"{x:.3f}", border=0, classes="t")
 
 
+def _pu_section(pu: dict | None) -> str:
+    if not pu:
+        return ""
+    cols = ["judge", "condition", "n_pairs", "cons_orig", "cons_orig_std", "cons_orig_ci_low",
+            "cons_orig_ci_high", "cons_adj", "cons_adj_std", "cons_adj_ci_low", "cons_adj_ci_high",
+            "flip_rate"]
+    return ("<h2>PU audit of the judges (known-quality pairs)</h2><p>Consistency of each judge "
+            "with the known-correct answer before (orig) and after (adj) the partial-OT "
+            "adjustment, mean and std over splits, 95% CI over pairs; clean and after each "
+            "presentation attack on the response the judge made lose.</p>"
+            + _fmt(pd.DataFrame(pu["consistency"])[cols])
+            + "<h3>Attack flip rates</h3>" + _fmt(pd.DataFrame(pu["attack_flip_rates"])))
+
+
 def _boat_section(boat: dict | None) -> str:
     if not boat:
         return ""
@@ -27,7 +41,11 @@ def _boat_section(boat: dict | None) -> str:
             "(vanilla) and under bags of atomic interventions (BOAT), for the clean model and "
             "after fine-tuning it on the test items. A large vanilla - BOAT gap flags memorised "
             "answers.</p>" + _fmt(boat_table(boat)) + "<h3>BOAT accuracy per intervention</h3>"
-            + _fmt(boat_interventions(boat)))
+            + _fmt(boat_interventions(boat))
+            + "<h3>Agents-as-evaluator probe</h3><p>Judges rate (1-10) whether an item's label "
+            "still holds after rephrasing; half the rephrasings break it. Over-confidence: rated "
+            "&ge; 6 when broken; under-confidence: rated &le; 5 when intact; consensus: the "
+            "judges' majority vote.</p>" + _fmt(pd.DataFrame(boat.get("probe", []))))
 
 
 def plot_pls(pls: pd.DataFrame, path: Path) -> Path:
@@ -84,6 +102,8 @@ def boat_table(boat: dict) -> pd.DataFrame:
     """Vanilla vs BOAT accuracy per model: mean +- std over runs, CI over items, n items."""
     rows = []
     for model, s in boat.items():
+        if model == "probe":
+            continue
         row = {"model": model}
         for key in ("vanilla", "boat"):
             f = s[key]
@@ -96,11 +116,12 @@ def boat_table(boat: dict) -> pd.DataFrame:
 
 def boat_interventions(boat: dict) -> pd.DataFrame:
     return pd.DataFrame([{"model": m, "intervention": k, "boat_accuracy": v["accuracy"], "n": v["n"]}
-                         for m, s in boat.items() for k, v in s["per_intervention"].items()])
+                         for m, s in boat.items() if m != "probe"
+                         for k, v in s["per_intervention"].items()])
 
 
 def write_report(wr: pd.DataFrame, pls: pd.DataFrame, summary: dict, responses: pd.DataFrame,
-                 out_dir: Path, boat: dict | None = None) -> dict[str, Path]:
+                 out_dir: Path, boat: dict | None = None, pu: dict | None = None) -> dict[str, Path]:
     """Write report.html, report.json and the plots into ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     pls_png = plot_pls(pls, out_dir / "pls_by_tier.png")
@@ -123,11 +144,12 @@ Position consistency of verdicts across the two presentation orders: {summary['p
 <h2>PLS per generator pair</h2>{_fmt(pairs)}
 <h2>Win rates per judge</h2>{_fmt(wr.drop(columns=["metric", "confidence"]))}
 {_boat_section(boat)}
+{_pu_section(pu)}
 <h2>Sample responses</h2>{_fmt(samples.map(lambda s: str(s)[:160]))}
 </body></html>"""
     (out_dir / "report.html").write_text(body)
     figures = {"summary": summary, "pls": pls.to_dict("records"), "win_rates": wr.to_dict("records"),
-               "boat": boat or {}}
+               "boat": boat or {}, "pu": pu or {}}
     write_json(figures, out_dir / "report.json")
     return {"html": out_dir / "report.html", "json": out_dir / "report.json", "pls_png": pls_png,
             "win_rates_png": wr_png}

@@ -39,6 +39,28 @@ def plot_scores(items: pd.DataFrame, eta: float, path: Path) -> Path:
     return path
 
 
+def plot_projection(items: pd.DataFrame, path: Path) -> Path:
+    """Per judge: the improvement vectors z in 2-D (PCA), coloured by mean score s_j;
+    crosses mark verdicts that disagree with the human label."""
+    judges = sorted(items["judge"].unique())
+    fig, axes = plt.subplots(1, len(judges), figsize=(3.2 * len(judges), 3.2), squeeze=False)
+    for ax, judge in zip(axes[0], judges):
+        sub = items[items.judge == judge].groupby("pair_id").agg(
+            pc1=("pc1", "first"), pc2=("pc2", "first"), score=("score", "mean"),
+            right=("verdict", "first"), human=("human", "first"))
+        ok = sub.right == sub.human
+        for mask, marker in ((ok, "o"), (~ok, "x")):
+            sc = ax.scatter(sub.pc1[mask], sub.pc2[mask], c=sub.score[mask], cmap="viridis", vmin=0,
+                            vmax=1, marker=marker, s=12)
+        ax.set_title(judge[:28], fontsize=8)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.colorbar(sc, ax=axes[0].tolist(), shrink=0.8, label="mean s_j")
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
 def plot_radar(table: pd.DataFrame, path: Path) -> Path:
     """Consistency with human labels per question type, before and after adjustment."""
     judges = sorted(table["judge"].unique())
@@ -68,6 +90,8 @@ def write_pu_report(table: pd.DataFrame, sensitivity: pd.DataFrame, items: pd.Da
              "items": write_table(items, out_dir / "items.parquet"),
              "scores_png": plot_scores(items, eta, out_dir / "scores.png"),
              "radar_png": plot_radar(table, out_dir / "radar.png")}
+    if "pc1" in items:
+        paths["projection_png"] = plot_projection(items, out_dir / "projection.png")
     if len(sensitivity):
         paths["sensitivity"] = write_table(sensitivity, out_dir / "sensitivity.parquet")
     write_json({"consistency": table.to_dict("records"), "sensitivity": sensitivity.to_dict("records")},

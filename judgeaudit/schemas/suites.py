@@ -85,9 +85,21 @@ def boat_results_suite() -> list:
     ]
 
 
+def pu_consistency_suite() -> list:
+    return [
+        *_columns(["judge", "condition", "qtype", "n_pairs", "cons_orig", "cons_adj", "flip_rate"]),
+        gxe.ExpectTableRowCountToBeBetween(min_value=1),
+        gxe.ExpectColumnValuesToBeBetween(column="cons_orig", min_value=0, max_value=1),
+        gxe.ExpectColumnValuesToBeBetween(column="cons_adj", min_value=0, max_value=1),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="cons_adj_ci_high", column_B="cons_adj_ci_low",
+                                                    or_equal=True),
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["judge", "condition", "qtype"]),
+    ]
+
+
 SUITES = {"prompts": prompts_suite, "synthetic": synthetic_suite, "responses": responses_suite,
           "judgments": judgments_suite, "win_rates": metrics_suite, "pls": metrics_suite,
-          "boat_results": boat_results_suite}
+          "boat_results": boat_results_suite, "pu_consistency": pu_consistency_suite}
 
 
 def build_suite(table: str) -> gx.ExpectationSuite:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from judgeaudit.judging.pairwise import order_score
+from judgeaudit.judging.pairwise import binary_verdict, combine_orders
 from judgeaudit.tables import InputError
 
 PAIRS_FILE = "dataset=judgebench,response_model=gpt-4o-2024-05-13.jsonl"
@@ -67,10 +67,9 @@ def load_judges(root: str | Path) -> pd.DataFrame:
                 raise InputError(f"{path}: pair {rec.get('pair_id')}: expected 2 judgments "
                                  f"(both orders), found {len(games)}")
             first, second = (_decision(g.get("decision")) for g in games)
-            score = (order_score(first, "AB") + order_score(second, "BA")) / 2
-            verdict = "A" if score > 0.5 else "B" if score < 0.5 else (first if first != "tie" else "A")
-            rows.append({"judge": judge, "pair_id": rec["pair_id"], "verdict": verdict,
-                         "consistent": score in (0.0, 1.0)})
+            rows.append({"judge": judge, "pair_id": rec["pair_id"],
+                         "verdict": binary_verdict(first, second),
+                         "consistent": combine_orders(first, second) in (0.0, 1.0)})
     if not rows:
         raise InputError(f"{root}: no JudgeBench judge files found")
     return pd.DataFrame(rows)
