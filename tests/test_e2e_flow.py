@@ -38,7 +38,7 @@ def test_full_audit_flow(prefect_server, tiny_params_file, tmp_path):
     assert "Preference leakage audit" in (first / "report/report.html").read_text()
     assert (first / "report/pls_by_tier.png").stat().st_size > 1000
     boat = report["boat"]
-    assert set(boat) == {"clean", "contaminated"} and boat["clean"]["runs"] == 2
+    assert set(boat) == {"clean", "contaminated", "probe"} and boat["clean"]["runs"] == 2
     assert sum(boat["clean"]["confusion"].values()) == 2 * 8
     assert {r["judge"] for r in boat["probe"]} >= {"gen-f", "consensus"}
     pu = report["pu"]
