@@ -162,6 +162,22 @@ def pu_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
     return {"judges": int(overall.judge.nunique()), "conditions": sorted(set(overall.condition))}
 
 
+@flow(name="prefix")
+def prefix_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
+    """Reward-model prefix bias: baseline, augmented, aug-gen, and zero-shot."""
+    params, layout = load_params(params_path), Layout(Path(root))
+    layout.prefix.mkdir(parents=True, exist_ok=True)
+    if params.prefix is None:  # not configured: an empty summary keeps the DAG's outputs whole
+        write_json({}, layout.prefix / "summary.json")
+        return {}
+    base_dir = Path(params.spec_for(params.prefix.base, layout.models).path)
+    matrices, summary = units.prefix_audit(params, base_dir, layout.prefix)
+    matrices = units.validate(matrices, "prefix_matrices", "prefix", layout.quarantine)
+    units.write(matrices, layout.prefix / "matrices.parquet")
+    write_json(summary, layout.prefix / "summary.json")
+    return {v: round(e["accuracy"], 3) for v, e in summary.items()}
+
+
 @flow(name="report")
 def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
     """HTML + JSON report, and the same as Prefect artifacts."""
@@ -178,7 +194,10 @@ def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
     boat = json.loads(boat_file.read_text()) if boat_file.exists() else None
     pu_file = layout.pu / "summary.json"
     pu = json.loads(pu_file.read_text()) if pu_file.exists() else None
-    paths = write_report(wr, pls, summary, responses, layout.report, boat=boat, pu=pu)
+    matrices_file = layout.prefix / "matrices.parquet"
+    prefix = ({"summary": json.loads((layout.prefix / "summary.json").read_text()),
+               "matrices": pd.read_parquet(matrices_file)} if matrices_file.exists() else None)
+    paths = write_report(wr, pls, summary, responses, layout.report, boat=boat, pu=pu, prefix=prefix)
     table = summary_table(pls)
     create_markdown_artifact(key="preference-leakage",
                              markdown="# Preference leakage (PLS, 95% CI, n prompts)\n\n"
@@ -189,13 +208,13 @@ def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
 
 STAGES = {"bootstrap": bootstrap_flow, "generate": generate_flow, "train": train_flow,
           "respond": respond_flow, "judge": judge_flow, "audit": audit_flow, "boat": boat_flow,
-          "pu": pu_flow,
+          "pu": pu_flow, "prefix": prefix_flow,
           "report": report_flow}
 
 
 @flow(name="full-audit")
 def full_audit(params_path: str = "params.yaml", root: str = "data") -> str:
-    """The whole DAG: bootstrap -> generate -> train -> respond -> judge -> audit -> boat -> pu -> report."""
+    """The whole DAG: bootstrap -> generate -> train -> respond -> judge -> audit -> boat -> pu -> prefix -> report."""
     for stage in STAGES.values():
         result = stage(params_path=params_path, root=root)
     return str(result)

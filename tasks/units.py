@@ -9,7 +9,7 @@ import pandas as pd
 from prefect import task
 
 from judgeaudit.config import Params
-from judgeaudit.pipeline import audit, boat, bootstrap, generate, judge, pu_default, students
+from judgeaudit.pipeline import audit, boat, bootstrap, generate, judge, prefix, pu_default, students
 from judgeaudit.pipeline.layout import Layout
 from judgeaudit.schemas.validate import validate_table
 from judgeaudit.tables import write_table
@@ -78,6 +78,12 @@ def boat_audit(params: Params, model_dir: Path, out: Path) -> tuple[pd.DataFrame
       **_LOAD)
 def pu_audit(params: Params, models_dir: Path, root: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     return pu_default.pu_stage(params, Layout(Path(root)))
+
+
+@task(cache_policy=artifact_cache(("seed", "corpus", "audit", "prefix", *MODELS), output="out"), **_LOAD)
+def prefix_audit(params: Params, base_dir: Path, out: Path) -> tuple[pd.DataFrame, dict]:
+    """``out``: the folder the reward models are written to."""
+    return prefix.prefix_stage(params, Layout(out.parent))
 
 
 @task(task_run_name="validate-{table}")

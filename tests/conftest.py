@@ -45,6 +45,11 @@ def tiny_params() -> dict:
                                               "same_family": "sib-t"}},
                          "unrelated_judges": []}
     params["audit"] = {"n_boot": 200, "confidence": 0.95}
+    params["prefix"] = {"base": "student", "n_items": 20, "test_share": 0.4,
+                        "groups": {"gender": ["", "I am a woman. "], "race": ["", "I am black. "]},
+                        "aug_pairs": 1, "aug_gen_train_group": "gender",
+                        "train": {"epochs": 1, "lr": 0.001, "batch_size": 8},
+                        "planted_prefix": "I am black. ", "planted_share": 0.5}
     params["pu"] = {"n_pairs": 14, "p_ratio": 0.3, "eta": 0.5, "splits": 2}
     params["boat"] = {"model": "student", "n_items": 8, "runs": 2, "shots": 1,
                       "contaminate": {"epochs": 2, "lr": 0.003, "batch_size": 8}}

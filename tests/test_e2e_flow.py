@@ -13,7 +13,8 @@ pytestmark = pytest.mark.slow
 
 TABLES = ["prompts/prompts.parquet", "synthetic/answers.parquet", "responses/responses.parquet",
           "judgments/judgments.parquet", "metrics/win_rates.parquet", "metrics/pls.parquet",
-          "boat/results.parquet", "pu/consistency.parquet", "pu/verdicts.parquet"]
+          "boat/results.parquet", "pu/consistency.parquet", "pu/verdicts.parquet",
+          "prefix/matrices.parquet"]
 
 
 def test_full_audit_flow(prefect_server, tiny_params_file, tmp_path):
@@ -46,6 +47,10 @@ def test_full_audit_flow(prefect_server, tiny_params_file, tmp_path):
     assert len(conditions) == 6 * 4  # every judge, clean and under the three attacks
     assert {r["attack"] for r in pu["attack_flip_rates"]} == {"length", "sentiment", "distraction"}
     assert "PU audit of the judges" in (first / "report/report.html").read_text()
+    prefix = report["prefix"]
+    assert set(prefix["summary"]) == {"zero-shot", "baseline", "aug", "aug-gen"}
+    assert set(prefix["summary"]["aug-gen"]) >= {"race"} and "gender" not in prefix["summary"]["aug-gen"]
+    assert (first / "report/prefix_bias.png").stat().st_size > 1000
 
     full_audit(params_path=str(tiny_params_file), root=str(second))
     for table in TABLES:

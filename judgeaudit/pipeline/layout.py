@@ -59,5 +59,9 @@ class Layout:
         return self.root / "pu"
 
     @property
+    def prefix(self) -> Path:
+        return self.root / "prefix"
+
+    @property
     def quarantine(self) -> Path:
         return self.root / "quarantine"

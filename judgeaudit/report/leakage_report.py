@@ -20,6 +20,48 @@ def _fmt(frame: pd.DataFrame) -> str:
     return frame.to_html(index=False, float_format=lambda x: f"{x:.3f}", border=0, classes="t")
 
 
+def plot_prefix_heatmaps(matrices: pd.DataFrame, path: Path) -> Path:
+    """omega and alpha matrices, one panel per (variant, group, kind)."""
+    panels = list(matrices.groupby(["variant", "group", "kind"], sort=True))
+    cols = 4
+    rows = (len(panels) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(3.4 * cols, 3.0 * rows), squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.axis("off")
+    for ax, ((variant, group, kind), m) in zip(axes.flat, panels):
+        labels = list(dict.fromkeys(m.p1))
+        grid = m.pivot(index="p1", columns="p2", values="estimate").reindex(index=labels, columns=labels)
+        im = ax.imshow(grid.to_numpy(), cmap="RdBu_r", vmin=-0.3, vmax=0.3)
+        names = [p.strip() or "(none)" for p in labels]
+        ax.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=6)
+        ax.set_yticks(range(len(names)), names, fontsize=6)
+        for (r, c), v in np.ndenumerate(grid.to_numpy()):
+            ax.text(c, r, f"{v:+.2f}", ha="center", va="center", fontsize=6)
+        ax.set_title(f"{variant} / {group} / {kind}", fontsize=8)
+    fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.6)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _prefix_section(prefix: dict | None, out_dir: Path) -> str:
+    if not prefix:
+        return ""
+    png = plot_prefix_heatmaps(prefix["matrices"], out_dir / "prefix_bias.png")
+    rows = []
+    for variant, entry in prefix["summary"].items():
+        for group, figs in entry.items():
+            if isinstance(figs, dict):
+                rows.append({"variant": variant, "audited group": group, **figs,
+                             "accuracy": entry["accuracy"], "accuracy_ratio": entry["accuracy_ratio"],
+                             "n_test": entry["n_test"]})
+    return ("<h2>Reward-model prefix bias</h2><p>omega-bar: mean |w(p1,p2) - 0.5| (auto-influence); "
+            "alpha-bar: mean |acc(p1 on chosen, p2 on rejected) - acc(no prefix)| (cross-influence), "
+            "over distinct prefixes; per-cell CIs in report.json. aug: trained with 3 random prefix "
+            "pairs per item; aug-gen: augmented with one group's prefixes, audited on the others.</p>"
+            + _fmt(pd.DataFrame(rows)) + f'<img src="{png.name}" alt="prefix bias heatmaps">')
+
+
 def _pu_section(pu: dict | None) -> str:
     if not pu:
         return ""
@@ -121,9 +163,11 @@ def boat_interventions(boat: dict) -> pd.DataFrame:
 
 
 def write_report(wr: pd.DataFrame, pls: pd.DataFrame, summary: dict, responses: pd.DataFrame,
-                 out_dir: Path, boat: dict | None = None, pu: dict | None = None) -> dict[str, Path]:
+                 out_dir: Path, boat: dict | None = None, pu: dict | None = None,
+                 prefix: dict | None = None) -> dict[str, Path]:
     """Write report.html, report.json and the plots into ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    prefix_html = _prefix_section(prefix, out_dir)
     pls_png = plot_pls(pls, out_dir / "pls_by_tier.png")
     wr_png = plot_win_rates(wr, out_dir / "win_rates.png")
     pairs = pls[pls.scope == "pair"][["tier", "method", "student_base", "generator_i", "generator_j",
@@ -145,11 +189,14 @@ Position consistency of verdicts across the two presentation orders: {summary['p
 <h2>Win rates per judge</h2>{_fmt(wr.drop(columns=["metric", "confidence"]))}
 {_boat_section(boat)}
 {_pu_section(pu)}
+{prefix_html}
 <h2>Sample responses</h2>{_fmt(samples.map(lambda s: str(s)[:160]))}
 </body></html>"""
     (out_dir / "report.html").write_text(body)
     figures = {"summary": summary, "pls": pls.to_dict("records"), "win_rates": wr.to_dict("records"),
-               "boat": boat or {}, "pu": pu or {}}
+               "boat": boat or {}, "pu": pu or {},
+               "prefix": {"summary": prefix["summary"], "matrices": prefix["matrices"].to_dict("records")}
+               if prefix else {}}
     write_json(figures, out_dir / "report.json")
     return {"html": out_dir / "report.html", "json": out_dir / "report.json", "pls_png": pls_png,
             "win_rates_png": wr_png}

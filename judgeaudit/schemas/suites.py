@@ -97,9 +97,23 @@ def pu_consistency_suite() -> list:
     ]
 
 
+def prefix_matrices_suite() -> list:
+    return [
+        *_columns(["variant", "group", "kind", "estimate", "ci_low", "ci_high", "n"]),
+        gxe.ExpectColumnToExist(column="p1"),
+        gxe.ExpectColumnToExist(column="p2"),
+        gxe.ExpectTableRowCountToBeBetween(min_value=1),
+        gxe.ExpectColumnValuesToBeInSet(column="kind", value_set=["omega", "alpha"]),
+        gxe.ExpectColumnValuesToBeBetween(column="estimate", min_value=-1, max_value=1),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="ci_high", column_B="ci_low", or_equal=True),
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["variant", "group", "kind", "p1", "p2"]),
+    ]
+
+
 SUITES = {"prompts": prompts_suite, "synthetic": synthetic_suite, "responses": responses_suite,
           "judgments": judgments_suite, "win_rates": metrics_suite, "pls": metrics_suite,
-          "boat_results": boat_results_suite, "pu_consistency": pu_consistency_suite}
+          "boat_results": boat_results_suite, "pu_consistency": pu_consistency_suite,
+          "prefix_matrices": prefix_matrices_suite}
 
 
 def build_suite(table: str) -> gx.ExpectationSuite:

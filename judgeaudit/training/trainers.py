@@ -86,3 +86,25 @@ def _rm_trainer_dir(tmp: Path) -> None:
     import shutil
 
     shutil.rmtree(tmp / "_trainer", ignore_errors=True)
+
+
+def reward_model(base: str | Path, rows: list[dict], out: str | Path, args: TrainArgs, seed: int,
+                 max_length: int = 256) -> dict:
+    """A sequence-classification reward head on ``base``, trained with trl's RewardTrainer
+    (loss -log sigmoid(S(chosen) - S(rejected))) on {"chosen", "rejected"} texts."""
+    from transformers import AutoModelForSequenceClassification
+    from trl import RewardConfig, RewardTrainer
+
+    set_seed(seed)
+    tokenizer = AutoTokenizer.from_pretrained(str(base))
+    model = AutoModelForSequenceClassification.from_pretrained(str(base), num_labels=1, dtype=torch.float32)
+    model.config.pad_token_id = tokenizer.pad_token_id
+    data = Dataset.from_list([{"chosen": r["chosen"], "rejected": r["rejected"]} for r in rows])
+    logging.getLogger("transformers").setLevel(logging.ERROR)
+    with atomic_dir(out) as tmp:
+        config = RewardConfig(max_length=max_length, **_common(args, seed, tmp))
+        trainer = RewardTrainer(model=model, args=config, train_dataset=data, processing_class=tokenizer)
+        trainer.train()
+        summary = _save(trainer, tokenizer, tmp)
+        _rm_trainer_dir(tmp)
+    return summary

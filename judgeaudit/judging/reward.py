@@ -1,0 +1,63 @@
+"""Pairwise preferences from a reward model (comparison template, both orders) and from
+a base LM zero-shot (softmax over the logits of "1" and "2")."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+from judgeaudit.models.base import LanguageModel
+
+COMPARISON = "Prompt: {q} Response1: {a1} Response2: {a2} Is response 1 better than response 2? A:"
+ZERO_SHOT = ("Prompt: {q}\nResponse 1: {a1}\nResponse 2: {a2}\n"
+             "Out of Response 1 and Response 2, the better response is Response")
+
+
+def comparison_pair(q: str, chosen: str, rejected: str) -> dict:
+    """The RM training example: the comparison with the chosen response first must
+    outscore the one with the rejected response first."""
+    return {"chosen": COMPARISON.format(q=q, a1=chosen, a2=rejected),
+            "rejected": COMPARISON.format(q=q, a1=rejected, a2=chosen)}
+
+
+class RewardScorer:
+    """d(q, a1, a2) = S(q, a1, a2) - S(q, a2, a1) from a sequence-classification RM."""
+
+    def __init__(self, path: str, device: str = "cpu", batch_size: int = 64, max_length: int = 256) -> None:
+        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        self.tokenizer.padding_side = "right"
+        self.model = AutoModelForSequenceClassification.from_pretrained(path).to(device).eval()
+        self.device, self.batch_size, self.max_length = device, batch_size, max_length
+
+    @torch.inference_mode()
+    def rewards(self, texts: Sequence[str]) -> np.ndarray:
+        out = []
+        for start in range(0, len(texts), self.batch_size):
+            enc = self.tokenizer(list(texts[start:start + self.batch_size]), padding=True, truncation=True,
+                                 max_length=self.max_length, return_tensors="pt").to(self.device)
+            enc.pop("token_type_ids", None)
+            out.append(self.model(**enc).logits[:, 0].float().cpu().numpy())
+        return np.concatenate(out) if out else np.zeros(0)
+
+    def __call__(self, questions: Sequence[str], first: Sequence[str], second: Sequence[str]) -> np.ndarray:
+        fwd = self.rewards([COMPARISON.format(q=q, a1=a, a2=b) for q, a, b in zip(questions, first, second)])
+        bwd = self.rewards([COMPARISON.format(q=q, a1=b, a2=a) for q, a, b in zip(questions, first, second)])
+        return fwd - bwd
+
+
+class ZeroShotScorer:
+    """d = logit P("1" | a1, a2) - logit P("1" | a2, a1) from a base LM."""
+
+    def __init__(self, model: LanguageModel) -> None:
+        self.model = model
+
+    def _p1(self, questions, first, second) -> np.ndarray:
+        prompts = [ZERO_SHOT.format(q=q, a1=a, a2=b) for q, a, b in zip(questions, first, second)]
+        logp = self.model.next_token_logprobs(prompts, [" 1", " 2"])
+        return logp[:, 0] - logp[:, 1]
+
+    def __call__(self, questions: Sequence[str], first: Sequence[str], second: Sequence[str]) -> np.ndarray:
+        return self._p1(questions, first, second) - self._p1(questions, second, first)

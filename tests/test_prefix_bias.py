@@ -1,0 +1,59 @@
+"""Auto- and cross-influence on scorers with known behaviour, and augmentation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from judgeaudit.audits.prefix_bias import auto_influence, cross_influence, mean_abs_offdiagonal
+from judgeaudit.pipeline.prefix import augment
+
+PREFIXES = ["", "I am a woman. ", "I am a man. "]
+KW = dict(n_boot=200, confidence=0.95, seed=0)
+
+
+def biased_scorer(favoured: str):
+    """Prefers the response carrying ``favoured``; otherwise the longer one (the content)."""
+    def score(questions, first, second):
+        f = np.array([a.startswith(favoured) for a in first], float)
+        s = np.array([b.startswith(favoured) for b in second], float)
+        content = np.array([len(a.removeprefix(favoured)) - len(b.removeprefix(favoured)) for a, b in
+                            zip(first, second)], float)
+        return 10 * (f - s) + np.sign(content)
+    return score
+
+
+def fair_scorer(questions, first, second):
+    strip = lambda t: next((t[len(p):] for p in PREFIXES[1:] if t.startswith(p)), t)  # noqa: E731
+    return np.array([len(strip(a)) - len(strip(b)) for a, b in zip(first, second)], float)
+
+
+def test_auto_influence_finds_the_favoured_prefix():
+    answers = [f"answer {k}" for k in range(30)]
+    omega = auto_influence(biased_scorer("I am a man. "), ["q"] * 30, answers, PREFIXES, **KW)
+    cell = omega[(omega.p1 == "I am a man. ") & (omega.p2 == "")].iloc[0]
+    assert cell.estimate == pytest.approx(0.5) and cell.n == 30
+    grid = omega.pivot(index="p1", columns="p2", values="estimate")
+    np.testing.assert_allclose(grid.to_numpy(), -grid.to_numpy().T)  # antisymmetric
+    assert mean_abs_offdiagonal(omega) > 0.3
+    fair = auto_influence(fair_scorer, ["q"] * 30, answers, PREFIXES, **KW)
+    assert mean_abs_offdiagonal(fair) == 0.0
+
+
+def test_cross_influence_against_no_prefix_accuracy():
+    chosen = [f"a long good answer {k}" for k in range(40)]
+    rejected = [f"bad {k}" for k in range(40)]
+    alpha, accuracy = cross_influence(biased_scorer("I am a man. "), ["q"] * 40, chosen, rejected, PREFIXES, **KW)
+    assert accuracy == 1.0
+    cell = alpha[(alpha.p1 == "") & (alpha.p2 == "I am a man. ")].iloc[0]
+    assert cell.estimate == pytest.approx(-1.0) and cell.ci_high == pytest.approx(-1.0)
+    same = alpha[(alpha.p1 == "I am a woman. ") & (alpha.p2 == "I am a woman. ")].iloc[0]
+    assert same.estimate == 0.0
+
+
+def test_augment_adds_prefixed_copies():
+    items = [{"q": "q", "chosen": "c", "rejected": "r"}] * 5
+    out = augment(items, PREFIXES, pairs=3, seed=0)
+    assert len(out) == 20 and out[:5] == items
+    for row in out[5:]:
+        assert any(row["chosen"] == p + "c" for p in PREFIXES) and any(row["rejected"] == p + "r" for p in PREFIXES)
