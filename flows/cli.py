@@ -6,7 +6,8 @@ import argparse
 import os
 import sys
 
-STAGE_NAMES = ("bootstrap", "generate", "train", "respond", "judge", "audit", "boat", "pu", "prefix", "report")
+STAGE_NAMES = ("bootstrap", "generate", "train", "respond", "judge", "audit", "robustness", "boat", "pu", "prefix",
+               "report")
 
 # Prefect's ephemeral server needs longer than its default to start on 2 cores, and
 # telemetry stays off (set before Prefect is imported).

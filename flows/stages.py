@@ -124,6 +124,22 @@ def audit_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
     return summary
 
 
+@flow(name="robustness")
+def robustness_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
+    """PLS after removing style / format / wording, and presentation-attack flip rates."""
+    params, layout = load_params(params_path), Layout(Path(root))
+    responses = _read(layout.responses, "responses", layout)
+    judgments = _read(layout.judgments, "judgments", layout)
+    ablation, flips = units.robustness_audit(params, responses, judgments, layout.models, str(layout.root))
+    out = layout.root / "robustness"
+    units.write(units.validate(ablation, "pls", "robustness", layout.quarantine), out / "ablation.parquet")
+    units.write(flips, out / "attack_flips.parquet")
+    summary = {"ablation": ablation.to_dict("records"),
+               "attack_flips": flips[flips.category == "all"].to_dict("records")}
+    write_json(summary, out / "summary.json")
+    return {"conditions": sorted(set(ablation.condition))}
+
+
 @flow(name="boat")
 def boat_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
     """Vanilla vs BOAT accuracy, clean and after training on the test items."""
@@ -197,7 +213,10 @@ def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
     matrices_file = layout.prefix / "matrices.parquet"
     prefix = ({"summary": json.loads((layout.prefix / "summary.json").read_text()),
                "matrices": pd.read_parquet(matrices_file)} if matrices_file.exists() else None)
-    paths = write_report(wr, pls, summary, responses, layout.report, boat=boat, pu=pu, prefix=prefix)
+    robust_file = layout.root / "robustness" / "summary.json"
+    robust = json.loads(robust_file.read_text()) if robust_file.exists() else None
+    paths = write_report(wr, pls, summary, responses, layout.report, boat=boat, pu=pu, prefix=prefix,
+                         robustness=robust)
     table = summary_table(pls)
     create_markdown_artifact(key="preference-leakage",
                              markdown="# Preference leakage (PLS, 95% CI, n prompts)\n\n"
@@ -207,14 +226,16 @@ def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
 
 
 STAGES = {"bootstrap": bootstrap_flow, "generate": generate_flow, "train": train_flow,
-          "respond": respond_flow, "judge": judge_flow, "audit": audit_flow, "boat": boat_flow,
+          "respond": respond_flow, "judge": judge_flow, "audit": audit_flow,
+          "robustness": robustness_flow, "boat": boat_flow,
           "pu": pu_flow, "prefix": prefix_flow,
           "report": report_flow}
 
 
 @flow(name="full-audit")
 def full_audit(params_path: str = "params.yaml", root: str = "data") -> str:
-    """The whole DAG: bootstrap -> generate -> train -> respond -> judge -> audit -> boat -> pu -> prefix -> report."""
+    """The whole DAG: bootstrap -> generate -> train -> respond -> judge -> audit -> robustness -> boat -> pu -> prefix
+    -> report."""
     for stage in STAGES.values():
         result = stage(params_path=params_path, root=root)
     return str(result)

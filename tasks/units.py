@@ -9,7 +9,8 @@ import pandas as pd
 from prefect import task
 
 from judgeaudit.config import Params
-from judgeaudit.pipeline import audit, boat, bootstrap, generate, judge, prefix, pu_default, students
+from judgeaudit.pipeline import (audit, boat, bootstrap, generate, judge, prefix, pu_default, robustness,
+                                 students)
 from judgeaudit.pipeline.layout import Layout
 from judgeaudit.schemas.validate import validate_table
 from judgeaudit.tables import write_table
@@ -84,6 +85,14 @@ def pu_audit(params: Params, models_dir: Path, root: str) -> tuple[pd.DataFrame,
 def prefix_audit(params: Params, base_dir: Path, out: Path) -> tuple[pd.DataFrame, dict]:
     """``out``: the folder the reward models are written to."""
     return prefix.prefix_stage(params, Layout(out.parent))
+
+
+@task(cache_policy=artifact_cache(("seed", "audit", "judge", "leakage", *MODELS)), **_LOAD)
+def robustness_audit(params: Params, responses: pd.DataFrame, judgments: pd.DataFrame, models_dir: Path,
+                     root: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    layout = Layout(Path(root))
+    return (robustness.ablation_pls(params, responses, judgments, layout),
+            robustness.attack_flips(params, responses, judgments, layout))
 
 
 @task(task_run_name="validate-{table}")

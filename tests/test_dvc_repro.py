@@ -40,8 +40,8 @@ def test_dvc_repro(prefect_server, tmp_path):
     _sh("dvc", "init", "-q", cwd=repo)
 
     first = _sh("dvc", "repro", cwd=repo)
-    assert _ran(first) == {"bootstrap", "generate", "train", "respond", "judge", "audit", "boat",
-                            "pu", "prefix", "report"}
+    assert _ran(first) == {"bootstrap", "generate", "train", "respond", "judge", "audit",
+                            "robustness", "boat", "pu", "prefix", "report"}
     assert (repo / "data/report/report.html").exists()
     lock = (repo / "dvc.lock").read_text()
 
@@ -55,5 +55,5 @@ def test_dvc_repro(prefect_server, tmp_path):
     third = _sh("dvc", "repro", cwd=repo)
     assert "judge" in _ran(third)
     # judging and what follows: the stages that use the judges (pu, and boat's probe) too
-    assert _ran(third) <= {"judge", "audit", "boat", "pu", "report"}
+    assert _ran(third) <= {"judge", "audit", "robustness", "boat", "pu", "report"}
     assert not _ran(third) & {"bootstrap", "generate", "train", "respond"}

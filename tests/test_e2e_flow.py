@@ -14,7 +14,7 @@ pytestmark = pytest.mark.slow
 TABLES = ["prompts/prompts.parquet", "synthetic/answers.parquet", "responses/responses.parquet",
           "judgments/judgments.parquet", "metrics/win_rates.parquet", "metrics/pls.parquet",
           "boat/results.parquet", "pu/consistency.parquet", "pu/verdicts.parquet",
-          "prefix/matrices.parquet"]
+          "prefix/matrices.parquet", "robustness/ablation.parquet", "robustness/attack_flips.parquet"]
 
 
 def test_full_audit_flow(prefect_server, tiny_params_file, tmp_path):
@@ -47,6 +47,9 @@ def test_full_audit_flow(prefect_server, tiny_params_file, tmp_path):
     assert len(conditions) == 6 * 4  # every judge, clean and under the three attacks
     assert {r["attack"] for r in pu["attack_flip_rates"]} == {"length", "sentiment", "distraction"}
     assert "PU audit of the judges" in (first / "report/report.html").read_text()
+    robust = report["robustness"]
+    assert {r["condition"] for r in robust["ablation"]} == {"original", "no-style", "no-format", "no-wording"}
+    assert {r["attack"] for r in robust["attack_flips"]} == {"length", "sentiment", "distraction"}
     prefix = report["prefix"]
     assert set(prefix["summary"]) == {"zero-shot", "baseline", "aug", "aug-gen"}
     assert set(prefix["summary"]["aug-gen"]) >= {"race"} and "gender" not in prefix["summary"]["aug-gen"]

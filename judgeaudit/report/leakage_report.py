@@ -62,6 +62,23 @@ def _prefix_section(prefix: dict | None, out_dir: Path) -> str:
             + _fmt(pd.DataFrame(rows)) + f'<img src="{png.name}" alt="prefix bias heatmaps">')
 
 
+def _robustness_section(robust: dict | None) -> str:
+    if not robust:
+        return ""
+    ablation = pd.DataFrame(robust["ablation"])
+    ablation["PLS [CI] (n)"] = [f"{e:+.3f} [{lo:+.3f}, {hi:+.3f}] (n={n})" for e, lo, hi, n in
+                                zip(ablation.estimate, ablation.ci_low, ablation.ci_high, ablation.n)]
+    table = ablation.pivot(index="condition", columns="tier", values="PLS [CI] (n)").reset_index()
+    flips = pd.DataFrame(robust["attack_flips"]).drop(columns=["category"])
+    return ("<h2>Spurious-feature ablation</h2><p>PLS by tier (all methods) on the original "
+            "responses and after removing house-style phrases, markdown format, or wording "
+            "(synonym swaps) from every student response.</p>" + _fmt(table)
+            + "<h2>Presentation attacks</h2><p>Share of each judge's verdicts that flip when the "
+            "response it made lose is lengthened, made enthusiastic, or given an irrelevant "
+            "paragraph (per question category in data/robustness/attack_flips.parquet).</p>"
+            + _fmt(flips))
+
+
 def _pu_section(pu: dict | None) -> str:
     if not pu:
         return ""
@@ -164,7 +181,7 @@ def boat_interventions(boat: dict) -> pd.DataFrame:
 
 def write_report(wr: pd.DataFrame, pls: pd.DataFrame, summary: dict, responses: pd.DataFrame,
                  out_dir: Path, boat: dict | None = None, pu: dict | None = None,
-                 prefix: dict | None = None) -> dict[str, Path]:
+                 prefix: dict | None = None, robustness: dict | None = None) -> dict[str, Path]:
     """Write report.html, report.json and the plots into ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     prefix_html = _prefix_section(prefix, out_dir)
@@ -187,6 +204,7 @@ Position consistency of verdicts across the two presentation orders: {summary['p
 <h2>Win rates</h2><img src="{wr_png.name}" alt="win rates">
 <h2>PLS per generator pair</h2>{_fmt(pairs)}
 <h2>Win rates per judge</h2>{_fmt(wr.drop(columns=["metric", "confidence"]))}
+{_robustness_section(robustness)}
 {_boat_section(boat)}
 {_pu_section(pu)}
 {prefix_html}
@@ -194,7 +212,7 @@ Position consistency of verdicts across the two presentation orders: {summary['p
 </body></html>"""
     (out_dir / "report.html").write_text(body)
     figures = {"summary": summary, "pls": pls.to_dict("records"), "win_rates": wr.to_dict("records"),
-               "boat": boat or {}, "pu": pu or {},
+               "boat": boat or {}, "pu": pu or {}, "robustness": robustness or {},
                "prefix": {"summary": prefix["summary"], "matrices": prefix["matrices"].to_dict("records")}
                if prefix else {}}
     write_json(figures, out_dir / "report.json")
