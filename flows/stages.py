@@ -25,6 +25,15 @@ def _read(path: Path, table: str, layout: Layout) -> pd.DataFrame:
     return units.validate(read_table(path), table, str(path), layout.quarantine)
 
 
+def _unconfigured(section: object, out: Path) -> bool:
+    """An audit left out of params.yaml writes an empty summary, so DVC's outputs stay whole."""
+    out.mkdir(parents=True, exist_ok=True)
+    if section is None:
+        write_json({}, out / "summary.json")
+        return True
+    return False
+
+
 def _publish(frames: list[pd.DataFrame], table: str, stage: str, path: Path, layout: Layout) -> int:
     """Validate the stage's table, then write it: an invalid table never lands in data/."""
     frame = units.validate(pd.concat(frames, ignore_index=True), table, stage, layout.quarantine)
@@ -144,8 +153,7 @@ def robustness_flow(params_path: str = "params.yaml", root: str = "data") -> dic
 def boat_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
     """Vanilla vs BOAT accuracy, clean and after training on the test items."""
     params, layout = load_params(params_path), Layout(Path(root))
-    if params.boat is None:  # not configured: an empty summary keeps the DAG's outputs whole
-        write_json({}, layout.boat / "summary.json")
+    if _unconfigured(params.boat, layout.boat):
         return {}
     model_dir = Path(params.spec_for(params.boat.model, layout.models).path)
     results, summary = units.boat_audit(params, model_dir, layout.boat / "contaminated")
@@ -162,9 +170,7 @@ def pu_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
     from judgeaudit.pipeline.pu_default import attack_flip_rates
 
     params, layout = load_params(params_path), Layout(Path(root))
-    layout.pu.mkdir(parents=True, exist_ok=True)
-    if params.pu is None:  # not configured: an empty summary keeps the DAG's outputs whole
-        write_json({}, layout.pu / "summary.json")
+    if _unconfigured(params.pu, layout.pu):
         return {}
     table, verdicts = units.pu_audit(params, layout.models, str(layout.root))
     table = units.validate(table, "pu_consistency", "pu", layout.quarantine)
@@ -182,9 +188,7 @@ def pu_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
 def prefix_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
     """Reward-model prefix bias: baseline, augmented, aug-gen, and zero-shot."""
     params, layout = load_params(params_path), Layout(Path(root))
-    layout.prefix.mkdir(parents=True, exist_ok=True)
-    if params.prefix is None:  # not configured: an empty summary keeps the DAG's outputs whole
-        write_json({}, layout.prefix / "summary.json")
+    if _unconfigured(params.prefix, layout.prefix):
         return {}
     base_dir = Path(params.spec_for(params.prefix.base, layout.models).path)
     matrices, summary = units.prefix_audit(params, base_dir, layout.prefix)
