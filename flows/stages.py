@@ -139,11 +139,13 @@ def robustness_flow(params_path: str = "params.yaml", root: str = "data") -> dic
     params, layout = load_params(params_path), Layout(Path(root))
     responses = _read(layout.responses, "responses", layout)
     judgments = _read(layout.judgments, "judgments", layout)
-    ablation, flips = units.robustness_audit(params, responses, judgments, layout.models, str(layout.root))
+    ablation, flips, calibration = units.robustness_audit(params, responses, judgments, layout.models,
+                                                          str(layout.root))
     out = layout.root / "robustness"
     units.write(units.validate(ablation, "pls", "robustness", layout.quarantine), out / "ablation.parquet")
+    units.write(units.validate(calibration, "pls", "robustness", layout.quarantine), out / "calibration.parquet")
     units.write(flips, out / "attack_flips.parquet")
-    summary = {"ablation": ablation.to_dict("records"),
+    summary = {"ablation": ablation.to_dict("records"), "calibration": calibration.to_dict("records"),
                "attack_flips": flips[flips.category == "all"].to_dict("records")}
     write_json(summary, out / "summary.json")
     return {"conditions": sorted(set(ablation.condition))}

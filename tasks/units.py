@@ -89,10 +89,11 @@ def prefix_audit(params: Params, base_dir: Path, out: Path) -> tuple[pd.DataFram
 
 @task(cache_policy=artifact_cache(("seed", "audit", "judge", "leakage", *MODELS)), **_LOAD)
 def robustness_audit(params: Params, responses: pd.DataFrame, judgments: pd.DataFrame, models_dir: Path,
-                     root: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+                     root: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     layout = Layout(Path(root))
     return (robustness.ablation_pls(params, responses, judgments, layout),
-            robustness.attack_flips(params, responses, judgments, layout))
+            robustness.attack_flips(params, responses, judgments, layout),
+            robustness.calibrated_pls(params, judgments))
 
 
 @task(task_run_name="validate-{table}")

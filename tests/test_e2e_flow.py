@@ -50,6 +50,7 @@ def test_full_audit_flow(prefect_server, tiny_params_file, tmp_path):
     robust = report["robustness"]
     assert {r["condition"] for r in robust["ablation"]} == {"original", "no-style", "no-format", "no-wording"}
     assert {r["attack"] for r in robust["attack_flips"]} == {"length", "sentiment", "distraction"}
+    assert {r["condition"] for r in robust["calibration"]} == {"before", "after"}
     prefix = report["prefix"]
     assert set(prefix["summary"]) == {"zero-shot", "baseline", "aug", "aug-gen"}
     assert set(prefix["summary"]["aug-gen"]) >= {"race"} and "gender" not in prefix["summary"]["aug-gen"]

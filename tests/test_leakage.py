@@ -88,3 +88,23 @@ def test_win_rates_both_directions_with_ci():
     assert fwd.estimate + back.estimate == pytest.approx(1.0)
     assert fwd.ci_low < fwd.estimate < fwd.ci_high
     assert fwd.n == 40
+
+
+def test_contextual_calibration_removes_a_judge_private_preference():
+    from judgeaudit.config import load_params
+    from judgeaudit.pipeline.robustness import calibrated_pls
+
+    params = load_params()
+    rng = np.random.default_rng(0)
+    rows = []
+    for k in range(40):
+        quality = rng.normal(0, 1)  # shared by both judges
+        for judge, bias in (("Ji", 2.0), ("Jj", -2.0)):  # each favours its own generator's student
+            margin = quality + bias + rng.normal(0, 0.3)
+            for order, m in (("AB", margin), ("BA", -margin)):
+                rows.append(dict(judge=judge, method="sft", student_base="s", generator_a="gi",
+                                 generator_b="gj", prompt_id=f"e{k:02d}", order=order,
+                                 verdict="A" if m > 0 else "B", p_a=1 / (1 + np.exp(-m))))
+    table = calibrated_pls(params, pd.DataFrame(rows), roster=ROSTER).set_index("condition")
+    assert table.loc["before", "estimate"] > 0.5
+    assert abs(table.loc["after", "estimate"]) < 0.2

@@ -74,3 +74,45 @@ def attack_flips(params: Params, responses: pd.DataFrame, judgments: pd.DataFram
                              "flip_rate": est.estimate, "ci_low": est.ci_low, "ci_high": est.ci_high,
                              "n": est.n})
     return pd.DataFrame(rows)
+
+
+def _canonical_margin(judgments: pd.DataFrame) -> np.ndarray:
+    """Log-odds that the canonical first student (generator_a's) wins, from each row."""
+    p = judgments["p_a"].clip(1e-9, 1 - 1e-9).to_numpy()
+    logit = np.log(p) - np.log1p(-p)
+    return np.where(judgments["order"].to_numpy() == "AB", logit, -logit)
+
+
+def _from_margin(judgments: pd.DataFrame, margin: np.ndarray, tie_margin: float) -> pd.DataFrame:
+    first_wins = np.where(margin > tie_margin, 1, np.where(margin < -tie_margin, -1, 0))
+    ab = judgments["order"].to_numpy() == "AB"
+    verdict = np.where(first_wins == 0, "tie", np.where((first_wins > 0) == ab, "A", "B"))
+    p_first = 1 / (1 + np.exp(-np.clip(margin, -50, 50)))
+    return judgments.assign(verdict=verdict, p_a=np.where(ab, p_first, 1 - p_first))
+
+
+def calibrated_pls(params: Params, judgments: pd.DataFrame, roster: list[dict] | None = None) -> pd.DataFrame:
+    """Contextual calibration against leakage: on a calibration half of the prompts,
+    estimate each judge's mean log-odds for each head-to-head and the judges' consensus;
+    on the other half, remove the judge's own offset and restore the consensus (so shared
+    quality differences stay, a judge's private preference goes). PLS per tier before
+    and after, on the held-out half."""
+    a = params.audit
+    kw = dict(n_boot=a.n_boot, confidence=a.confidence, seed=params.seed)
+    prompts = sorted(judgments["prompt_id"].unique())
+    calib = set(prompts[::2])
+    cell = ["method", "student_base", "generator_a", "generator_b"]
+    frame = judgments.assign(margin=_canonical_margin(judgments))
+    in_calib = frame["prompt_id"].isin(calib)
+    own = frame[in_calib].groupby(["judge", *cell])["margin"].mean().rename("own")
+    consensus = own.groupby(level=cell).mean().rename("consensus")
+    test = frame[~in_calib].join(own, on=["judge", *cell]).join(consensus, on=cell)
+    calibrated = _from_margin(test, (test["margin"] - test["own"] + test["consensus"]).to_numpy(),
+                              params.judge.tie_margin)
+    roster = roster if roster is not None else params.judge_roster()
+    rows = []
+    for condition, table in (("before", test), ("after", calibrated)):
+        pls = leakage_scores(pair_scores(table), roster, **kw)
+        rows.append(pls[pls.scope == "tier"].assign(condition=condition))
+    return pd.concat(rows, ignore_index=True)[["metric", "condition", "tier", "estimate", "ci_low",
+                                               "ci_high", "n"]]

@@ -70,13 +70,22 @@ def _robustness_section(robust: dict | None) -> str:
                                 zip(ablation.estimate, ablation.ci_low, ablation.ci_high, ablation.n)]
     table = ablation.pivot(index="condition", columns="tier", values="PLS [CI] (n)").reset_index()
     flips = pd.DataFrame(robust["attack_flips"]).drop(columns=["category"])
+    calib = pd.DataFrame(robust.get("calibration", []))
+    calib_html = ""
+    if len(calib):
+        calib["PLS [CI] (n)"] = [f"{e:+.3f} [{lo:+.3f}, {hi:+.3f}] (n={n})" for e, lo, hi, n in
+                                 zip(calib.estimate, calib.ci_low, calib.ci_high, calib.n)]
+        calib_html = ("<h2>Contextual calibration</h2><p>PLS on held-out prompts before and after "
+                      "removing each judge's own offset (estimated on the other half of the prompts) "
+                      "and restoring the judges' consensus.</p>"
+                      + _fmt(calib.pivot(index="condition", columns="tier", values="PLS [CI] (n)").reset_index()))
     return ("<h2>Spurious-feature ablation</h2><p>PLS by tier (all methods) on the original "
             "responses and after removing house-style phrases, markdown format, or wording "
             "(synonym swaps) from every student response.</p>" + _fmt(table)
             + "<h2>Presentation attacks</h2><p>Share of each judge's verdicts that flip when the "
             "response it made lose is lengthened, made enthusiastic, or given an irrelevant "
             "paragraph (per question category in data/robustness/attack_flips.parquet).</p>"
-            + _fmt(flips))
+            + _fmt(flips) + calib_html)
 
 
 def _pu_section(pu: dict | None) -> str:
