@@ -170,6 +170,12 @@ class Prefix(_Strict):
         return self
 
 
+class Attacks(_Strict):
+    rewriter: str | None = None  # a model name: rewrite with the templates; None: rule-based attacks
+    max_new_tokens: int = Field(ge=1, default=256)
+    templates: dict[Literal["length", "sentiment"], str] = {}
+
+
 class Params(_Strict):
     seed: int
     corpus: Corpus
@@ -184,6 +190,7 @@ class Params(_Strict):
     boat: Boat | None = None
     pu: PU | None = None
     prefix: Prefix | None = None
+    attacks: Attacks = Attacks()
 
     @model_validator(mode="after")
     def _references(self) -> "Params":
@@ -212,6 +219,8 @@ class Params(_Strict):
             need(self.boat.model, "boat.model")
         if self.prefix is not None:
             need(self.prefix.base, "prefix.base")
+        if self.attacks.rewriter is not None:
+            need(self.attacks.rewriter, "attacks.rewriter")
         return self
 
     # -- derived ---------------------------------------------------------------------
@@ -256,3 +265,15 @@ def load_params(path: str | Path = "params.yaml") -> Params:
         lines = [f"{path}: {_where(e)}: {e['msg']}" + (f" (got {e['input']!r})" if e["type"] in (
             "literal_error", "enum") else "") for e in exc.errors()]
         raise ConfigError("invalid params:\n  " + "\n  ".join(lines)) from None
+
+
+def build_rewriter(params: Params, models_root: Path):
+    """The configured model rewriter, or None for the rule-based attacks."""
+    if params.attacks.rewriter is None:
+        return None
+    from judgeaudit.attacks.rewriter import ModelRewriter
+    from judgeaudit.models import load_model
+
+    name = params.attacks.rewriter
+    return ModelRewriter(load_model(params.spec_for(name, models_root), name=name),
+                         params.attacks.templates, params.attacks.max_new_tokens)

@@ -75,7 +75,7 @@ def boat_audit(params: Params, model_dir: Path, out: Path) -> tuple[pd.DataFrame
     return boat.boat_stage(params, Layout(out.parent.parent))
 
 
-@task(cache_policy=artifact_cache(("seed", "corpus", "audit", "pu", "judge", "leakage", *MODELS)),
+@task(cache_policy=artifact_cache(("seed", "corpus", "audit", "pu", "judge", "leakage", "attacks", *MODELS)),
       **_LOAD)
 def pu_audit(params: Params, models_dir: Path, root: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     return pu_default.pu_stage(params, Layout(Path(root)))
@@ -87,7 +87,7 @@ def prefix_audit(params: Params, base_dir: Path, out: Path) -> tuple[pd.DataFram
     return prefix.prefix_stage(params, Layout(out.parent))
 
 
-@task(cache_policy=artifact_cache(("seed", "audit", "judge", "leakage", *MODELS)), **_LOAD)
+@task(cache_policy=artifact_cache(("seed", "audit", "judge", "leakage", "attacks", *MODELS)), **_LOAD)
 def robustness_audit(params: Params, responses: pd.DataFrame, judgments: pd.DataFrame, models_dir: Path,
                      root: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     layout = Layout(Path(root))

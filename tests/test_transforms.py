@@ -44,3 +44,8 @@ def test_ablations_on_house_styles():
     assert strip_format(formal) == "Certainly. It is well established that the capital of Peru is Lima. Answer: Lima"
     assert "Certainly" not in remove_style(formal) and "Lima" in remove_style(formal)
     assert swap_synonyms("The Answer equals 4.") == "The Reply is 4."
+
+
+@given(st.text(max_size=100))
+def test_suffix_markers_append(text):
+    assert add_prefix(text, "suffix: (I am a woman.)") == text + " (I am a woman.)"

@@ -14,7 +14,10 @@ _STYLE_PHRASES = ("Certainly.", "Of course.", "Sure thing!", "Oh, easy one!", "H
 
 
 def add_prefix(text: str, prefix: str) -> str:
-    """``prefix`` + ``text``; the empty prefix is the identity."""
+    """``prefix`` + ``text``; the empty prefix is the identity. A marker written
+    "suffix:TEXT" is appended instead, so a prefix group can hold suffixes too."""
+    if prefix.startswith("suffix:"):
+        return text + prefix.removeprefix("suffix:")
     return prefix + text
 
 

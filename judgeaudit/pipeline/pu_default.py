@@ -17,7 +17,8 @@ import pandas as pd
 from judgeaudit.attacks.presentation import ATTACKS
 from judgeaudit.audits.stats import mean_ci
 from judgeaudit.audits.pu_audit import PUConfig, consistency_table, improvement_vectors, run_pu_audit
-from judgeaudit.config import Params
+from judgeaudit.attacks.rewriter import attack_texts
+from judgeaudit.config import Params, build_rewriter
 from judgeaudit.generation.corpus import degrade, make_items
 from judgeaudit.generation.styles import STYLES, render
 from judgeaudit.judging.pairwise import binary_verdict
@@ -64,16 +65,19 @@ def pu_stage(params: Params, layout: Layout) -> tuple[pd.DataFrame, pd.DataFrame
             cache.update(zip(missing, encoder.embed(missing)))
         return np.stack([cache[k] for k in keys])
 
+    rewriter = build_rewriter(params, layout.models)
     tables, verdict_rows = [], []
     for entry in unique_roster(params):
         judge = entry["judge"]
         clean = _verdicts(judge_pairs(params, entry, pairs, layout, progress=False))
         conditions = {"clean": (pairs, clean)}
-        for name, attack in ATTACKS.items():  # attack the response the judge made lose
+        for name in ATTACKS:  # attack the response the judge made lose
             attacked = pairs.copy()
             lose_a = clean.reindex(pairs.prompt_id).to_numpy() == "B"
-            attacked["response_a"] = np.where(lose_a, pairs.response_a.map(attack), pairs.response_a)
-            attacked["response_b"] = np.where(~lose_a, pairs.response_b.map(attack), pairs.response_b)
+            attacked["response_a"] = np.where(lose_a, attack_texts(name, pairs.response_a.tolist(), rewriter),
+                                              pairs.response_a)
+            attacked["response_b"] = np.where(~lose_a, attack_texts(name, pairs.response_b.tolist(), rewriter),
+                                              pairs.response_b)
             conditions[name] = (attacked, _verdicts(judge_pairs(params, entry, attacked, layout,
                                                                 progress=False)))
         for condition, (frame, verdicts) in conditions.items():

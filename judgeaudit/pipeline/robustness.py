@@ -16,7 +16,8 @@ from judgeaudit.attacks.presentation import ATTACKS
 from judgeaudit.attacks.transforms import ABLATIONS
 from judgeaudit.audits.leakage import leakage_scores, pair_scores
 from judgeaudit.audits.stats import mean_ci
-from judgeaudit.config import Params
+from judgeaudit.attacks.rewriter import attack_texts
+from judgeaudit.config import Params, build_rewriter
 from judgeaudit.judging.pairwise import binary_verdict
 from judgeaudit.pipeline.audit import unique_roster
 from judgeaudit.pipeline.judge import comparisons, judge_pairs
@@ -51,16 +52,19 @@ def attack_flips(params: Params, responses: pd.DataFrame, judgments: pd.DataFram
     pairs = comparisons(responses, params.leakage.generators)
     category = responses.drop_duplicates("prompt_id").set_index("prompt_id")["category"]
     key = ["method", "student_base", "generator_a", "generator_b", "prompt_id"]
+    rewriter = build_rewriter(params, layout.models)
     rows = []
     for entry in unique_roster(params):
         mine = judgments[judgments.judge == entry["judge"]]
         wide = mine.pivot_table(index=key, columns="order", values="verdict", aggfunc="first")
         before = pd.Series([binary_verdict(x, y) for x, y in zip(wide["AB"], wide["BA"])], index=wide.index)
         lose_a = before.reindex(pd.MultiIndex.from_frame(pairs[key])).to_numpy() == "B"
-        for name, attack in ATTACKS.items():
+        for name in ATTACKS:
             attacked = pairs.assign(
-                response_a=np.where(lose_a, pairs.response_a.map(attack), pairs.response_a),
-                response_b=np.where(~lose_a, pairs.response_b.map(attack), pairs.response_b))
+                response_a=np.where(lose_a, attack_texts(name, pairs.response_a.tolist(), rewriter),
+                                    pairs.response_a),
+                response_b=np.where(~lose_a, attack_texts(name, pairs.response_b.tolist(), rewriter),
+                                    pairs.response_b))
             after_j = judge_pairs(params, entry, attacked, layout, progress=False)
             wide_after = after_j.pivot_table(index=key, columns="order", values="verdict", aggfunc="first")
             after = pd.Series([binary_verdict(x, y) for x, y in zip(wide_after["AB"], wide_after["BA"])],
