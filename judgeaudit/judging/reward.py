@@ -29,7 +29,7 @@ class RewardScorer:
     def __init__(self, path: str, device: str = "cpu", batch_size: int = 64, max_length: int = 256) -> None:
         self.tokenizer = AutoTokenizer.from_pretrained(path)
         self.tokenizer.padding_side = "right"
-        self.model = AutoModelForSequenceClassification.from_pretrained(path).to(device).eval()
+        self.model = AutoModelForSequenceClassification.from_pretrained(path).to(device).train(False)  # inference mode (dropout off)
         self.device, self.batch_size, self.max_length = device, batch_size, max_length
 
     @torch.inference_mode()

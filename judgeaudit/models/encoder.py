@@ -33,7 +33,7 @@ class Encoder:
                  progress: bool = False) -> None:
         resolved = resolve_path(path)
         self.tokenizer = AutoTokenizer.from_pretrained(resolved)
-        self.model = AutoModel.from_pretrained(resolved).to(device).eval()
+        self.model = AutoModel.from_pretrained(resolved).to(device).train(False)  # inference mode
         self.pooling, self.device = pooling, torch.device(device)
         self.batch_size, self.max_length, self.progress = batch_size, max_length, progress
         if pooling == "last":

@@ -38,7 +38,7 @@ class TransformersModel(LanguageModel):
             self.tokenizer.pad_token = self.tokenizer.eos_token
         dtype = "auto" if spec.dtype == "auto" else _DTYPES[spec.dtype]
         self.model = AutoModelForCausalLM.from_pretrained(spec.path, dtype=dtype).to(self.device)
-        self.model.eval()
+        self.model.train(False)  # inference mode (dropout off)
         self.progress = progress
 
     # -- prompts -------------------------------------------------------------------
