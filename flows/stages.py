@@ -34,11 +34,13 @@ def _unconfigured(section: object, out: Path) -> bool:
     return False
 
 
-def _publish(frames: list[pd.DataFrame], table: str, stage: str, path: Path, layout: Layout) -> int:
+def _publish(frames: pd.DataFrame | list[pd.DataFrame], table: str, stage: str, path: Path,
+             layout: Layout) -> pd.DataFrame:
     """Validate the stage's table, then write it: an invalid table never lands in data/."""
-    frame = units.validate(pd.concat(frames, ignore_index=True), table, stage, layout.quarantine)
+    frame = frames if isinstance(frames, pd.DataFrame) else pd.concat(frames, ignore_index=True)
+    frame = units.validate(frame, table, stage, layout.quarantine)
     units.write(frame, path)
-    return len(frame)
+    return frame
 
 
 @flow(name="bootstrap")
@@ -70,7 +72,7 @@ def generate_flow(params_path: str = "params.yaml", root: str = "data") -> int:
     prompts = _read(layout.prompts, "prompts", layout)
     frames = [units.generate_answers(params, g, prompts, Path(params.spec_for(g, layout.models).path),
                                      str(layout.root)) for g in params.leakage.generators]
-    return _publish(frames, "synthetic", "generate", layout.synthetic, layout)
+    return len(_publish(frames, "synthetic", "generate", layout.synthetic, layout))
 
 
 @flow(name="train")
@@ -104,7 +106,7 @@ def respond_flow(params_path: str = "params.yaml", root: str = "data") -> int:
     index = read_table(layout.student_index, ["student_id", "path", "method"])
     frames = [units.respond(params, s, prompts, synthetic, Path(s["path"]), str(layout.root))
               for s in index.to_dict("records")]
-    return _publish(frames, "responses", "respond", layout.responses, layout)
+    return len(_publish(frames, "responses", "respond", layout.responses, layout))
 
 
 @flow(name="judge")
@@ -115,7 +117,7 @@ def judge_flow(params_path: str = "params.yaml", root: str = "data") -> int:
     pairs = comparisons(responses, params.leakage.generators)
     frames = [units.judge_pairs(params, j, pairs, Path(params.spec_for(j["judge"], layout.models).path),
                                 str(layout.root)) for j in unique_roster(params)]
-    return _publish(frames, "judgments", "judge", layout.judgments, layout)
+    return len(_publish(frames, "judgments", "judge", layout.judgments, layout))
 
 
 @flow(name="audit")
@@ -124,10 +126,8 @@ def audit_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
     params, layout = load_params(params_path), Layout(Path(root))
     judgments = _read(layout.judgments, "judgments", layout)
     wr, pls, summary = units.leakage_audit(params, judgments)
-    units.validate(wr, "win_rates", "audit", layout.quarantine)
-    units.validate(pls, "pls", "audit", layout.quarantine)
-    units.write(wr, layout.metrics / "win_rates.parquet")
-    units.write(pls, layout.metrics / "pls.parquet")
+    _publish(wr, "win_rates", "audit", layout.metrics / "win_rates.parquet", layout)
+    _publish(pls, "pls", "audit", layout.metrics / "pls.parquet", layout)
     write_json(summary, layout.metrics / "summary.json")
     get_run_logger().info("PLS by tier: %s", summary["pls_by_tier"])
     return summary
@@ -142,8 +142,8 @@ def robustness_flow(params_path: str = "params.yaml", root: str = "data") -> dic
     ablation, flips, calibration = units.robustness_audit(params, responses, judgments, layout.models,
                                                           str(layout.root))
     out = layout.root / "robustness"
-    units.write(units.validate(ablation, "pls", "robustness", layout.quarantine), out / "ablation.parquet")
-    units.write(units.validate(calibration, "pls", "robustness", layout.quarantine), out / "calibration.parquet")
+    _publish(ablation, "pls", "robustness", out / "ablation.parquet", layout)
+    _publish(calibration, "pls", "robustness", out / "calibration.parquet", layout)
     units.write(flips, out / "attack_flips.parquet")
     summary = {"ablation": ablation.to_dict("records"), "calibration": calibration.to_dict("records"),
                "attack_flips": flips[flips.category == "all"].to_dict("records")}
@@ -159,8 +159,7 @@ def boat_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
         return {}
     model_dir = Path(params.spec_for(params.boat.model, layout.models).path)
     results, summary = units.boat_audit(params, model_dir, layout.boat / "contaminated")
-    results = units.validate(results, "boat_results", "boat", layout.quarantine)
-    units.write(results, layout.boat / "results.parquet")
+    _publish(results, "boat_results", "boat", layout.boat / "results.parquet", layout)
     write_json(summary, layout.boat / "summary.json")
     return {name: {k: round(v[k]["accuracy"], 3) for k in ("vanilla", "boat")}
             for name, v in summary.items() if name != "probe"}
@@ -175,8 +174,7 @@ def pu_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
     if _unconfigured(params.pu, layout.pu):
         return {}
     table, verdicts = units.pu_audit(params, layout.models, str(layout.root))
-    table = units.validate(table, "pu_consistency", "pu", layout.quarantine)
-    units.write(table, layout.pu / "consistency.parquet")
+    table = _publish(table, "pu_consistency", "pu", layout.pu / "consistency.parquet", layout)
     units.write(verdicts, layout.pu / "verdicts.parquet")
     a = params.audit
     flips = attack_flip_rates(verdicts, n_boot=a.n_boot, confidence=a.confidence, seed=params.seed)
@@ -194,8 +192,7 @@ def prefix_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
         return {}
     base_dir = Path(params.spec_for(params.prefix.base, layout.models).path)
     matrices, summary = units.prefix_audit(params, base_dir, layout.prefix)
-    matrices = units.validate(matrices, "prefix_matrices", "prefix", layout.quarantine)
-    units.write(matrices, layout.prefix / "matrices.parquet")
+    _publish(matrices, "prefix_matrices", "prefix", layout.prefix / "matrices.parquet", layout)
     write_json(summary, layout.prefix / "summary.json")
     return {v: round(e["accuracy"], 3) for v, e in summary.items()}
 

@@ -8,8 +8,10 @@ import itertools
 import numpy as np
 import pandas as pd
 
+from judgeaudit.attacks.rewriter import attack_texts
 from judgeaudit.config import Params
-from judgeaudit.judging.pairwise import likelihood_scores, prompted_probabilities, verdict_from_margin
+from judgeaudit.judging.pairwise import (binary_verdict, likelihood_scores, prompted_probabilities,
+                                         verdict_from_margin)
 from judgeaudit.models import load_model
 from judgeaudit.pipeline.layout import Layout
 
@@ -67,3 +69,16 @@ def judge_pairs(params: Params, judge: dict, pairs: pd.DataFrame, layout: Layout
             mode=mode, order=order, verdict=verdict_from_margin(margin, j.tie_margin),
             p_a=1.0 / (1.0 + np.exp(-np.clip(margin, -50, 50)))))
     return pd.concat(out, ignore_index=True)
+
+
+def binary_verdicts(judgments: pd.DataFrame, key: list[str]) -> pd.Series:
+    """One "A"/"B" verdict per comparison (indexed by ``key``) from its two orders."""
+    wide = judgments.pivot_table(index=key, columns="order", values="verdict", aggfunc="first")
+    return pd.Series([binary_verdict(a, b) for a, b in zip(wide["AB"], wide["BA"])], index=wide.index)
+
+
+def attack_losers(pairs: pd.DataFrame, lose_a: np.ndarray, attack: str, rewriter=None) -> pd.DataFrame:
+    """``pairs`` with attack ``attack`` applied to the response the judge made lose."""
+    return pairs.assign(
+        response_a=np.where(lose_a, attack_texts(attack, pairs.response_a.tolist(), rewriter), pairs.response_a),
+        response_b=np.where(~lose_a, attack_texts(attack, pairs.response_b.tolist(), rewriter), pairs.response_b))

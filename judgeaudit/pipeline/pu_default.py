@@ -17,14 +17,12 @@ import pandas as pd
 from judgeaudit.attacks.presentation import ATTACKS
 from judgeaudit.audits.stats import mean_ci
 from judgeaudit.audits.pu_audit import PUConfig, consistency_table, improvement_vectors, run_pu_audit
-from judgeaudit.attacks.rewriter import attack_texts
 from judgeaudit.config import Params, build_rewriter
 from judgeaudit.generation.corpus import degrade, make_items
 from judgeaudit.generation.styles import STYLES, render
-from judgeaudit.judging.pairwise import binary_verdict
 from judgeaudit.models.encoder import Encoder
 from judgeaudit.pipeline.audit import unique_roster
-from judgeaudit.pipeline.judge import judge_pairs
+from judgeaudit.pipeline.judge import attack_losers, binary_verdicts, judge_pairs
 from judgeaudit.pipeline.layout import Layout
 
 
@@ -42,11 +40,6 @@ def known_quality_pairs(params: Params) -> pd.DataFrame:
                          generator_b="B", response_a=good if good_first else bad,
                          response_b=bad if good_first else good, human="A" if good_first else "B"))
     return pd.DataFrame(rows)
-
-
-def _verdicts(judgments: pd.DataFrame) -> pd.Series:
-    wide = judgments.pivot(index="prompt_id", columns="order", values="verdict")
-    return pd.Series([binary_verdict(a, b) for a, b in zip(wide["AB"], wide["BA"])], index=wide.index)
 
 
 def pu_stage(params: Params, layout: Layout) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -69,17 +62,13 @@ def pu_stage(params: Params, layout: Layout) -> tuple[pd.DataFrame, pd.DataFrame
     tables, verdict_rows = [], []
     for entry in unique_roster(params):
         judge = entry["judge"]
-        clean = _verdicts(judge_pairs(params, entry, pairs, layout, progress=False))
+        clean = binary_verdicts(judge_pairs(params, entry, pairs, layout, progress=False), ["prompt_id"])
         conditions = {"clean": (pairs, clean)}
-        for name in ATTACKS:  # attack the response the judge made lose
-            attacked = pairs.copy()
-            lose_a = clean.reindex(pairs.prompt_id).to_numpy() == "B"
-            attacked["response_a"] = np.where(lose_a, attack_texts(name, pairs.response_a.tolist(), rewriter),
-                                              pairs.response_a)
-            attacked["response_b"] = np.where(~lose_a, attack_texts(name, pairs.response_b.tolist(), rewriter),
-                                              pairs.response_b)
-            conditions[name] = (attacked, _verdicts(judge_pairs(params, entry, attacked, layout,
-                                                                progress=False)))
+        lose_a = clean.reindex(pairs.prompt_id).to_numpy() == "B"
+        for name in ATTACKS:
+            attacked = attack_losers(pairs, lose_a, name, rewriter)
+            conditions[name] = (attacked, binary_verdicts(
+                judge_pairs(params, entry, attacked, layout, progress=False), ["prompt_id"]))
         for condition, (frame, verdicts) in conditions.items():
             frame = frame.assign(pair_id=frame.prompt_id, verdict=verdicts.reindex(frame.prompt_id).to_numpy())
             z = improvement_vectors(embed(frame.prompt, frame.response_a), embed(frame.prompt, frame.response_b),

@@ -16,11 +16,9 @@ from judgeaudit.attacks.presentation import ATTACKS
 from judgeaudit.attacks.transforms import ABLATIONS
 from judgeaudit.audits.leakage import leakage_scores, pair_scores
 from judgeaudit.audits.stats import mean_ci
-from judgeaudit.attacks.rewriter import attack_texts
 from judgeaudit.config import Params, build_rewriter
-from judgeaudit.judging.pairwise import binary_verdict
 from judgeaudit.pipeline.audit import unique_roster
-from judgeaudit.pipeline.judge import comparisons, judge_pairs
+from judgeaudit.pipeline.judge import attack_losers, binary_verdicts, comparisons, judge_pairs
 from judgeaudit.pipeline.layout import Layout
 
 
@@ -55,20 +53,11 @@ def attack_flips(params: Params, responses: pd.DataFrame, judgments: pd.DataFram
     rewriter = build_rewriter(params, layout.models)
     rows = []
     for entry in unique_roster(params):
-        mine = judgments[judgments.judge == entry["judge"]]
-        wide = mine.pivot_table(index=key, columns="order", values="verdict", aggfunc="first")
-        before = pd.Series([binary_verdict(x, y) for x, y in zip(wide["AB"], wide["BA"])], index=wide.index)
+        before = binary_verdicts(judgments[judgments.judge == entry["judge"]], key)
         lose_a = before.reindex(pd.MultiIndex.from_frame(pairs[key])).to_numpy() == "B"
         for name in ATTACKS:
-            attacked = pairs.assign(
-                response_a=np.where(lose_a, attack_texts(name, pairs.response_a.tolist(), rewriter),
-                                    pairs.response_a),
-                response_b=np.where(~lose_a, attack_texts(name, pairs.response_b.tolist(), rewriter),
-                                    pairs.response_b))
-            after_j = judge_pairs(params, entry, attacked, layout, progress=False)
-            wide_after = after_j.pivot_table(index=key, columns="order", values="verdict", aggfunc="first")
-            after = pd.Series([binary_verdict(x, y) for x, y in zip(wide_after["AB"], wide_after["BA"])],
-                              index=wide_after.index)
+            attacked = attack_losers(pairs, lose_a, name, rewriter)
+            after = binary_verdicts(judge_pairs(params, entry, attacked, layout, progress=False), key)
             flipped = (after.reindex(before.index) != before).astype(float)
             cats = category.reindex(before.index.get_level_values("prompt_id")).to_numpy()
             for cat in ["all", *sorted(set(cats))]:
