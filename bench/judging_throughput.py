@@ -1,7 +1,10 @@
 """Judgments per second: batched logit verdicts (one forward pass per batch, log-probs
-of " A"/" B") vs a naive one-at-a-time `generate` loop, same model, same items, one run.
+of " A"/" B") vs a naive judge that calls `generate` one item at a time, same model,
+same items, one run. The naive judge is timed twice: decoding only the shortest
+generative verdict ("[[A]]", no reasoning: a lower bound on its cost), and with a
+brief rationale before it (--rationale-tokens), as the seeds' judge prompt asks.
 
-    python bench/judging_throughput.py [--model data/models/gen-formal] [--n 256]
+    python bench/judging_throughput.py [--model data/models/gen-formal] [--n 512] [--device cuda]
 """
 
 from __future__ import annotations
@@ -15,16 +18,26 @@ from judgeaudit.judging.pairwise import prompted_probabilities
 from judgeaudit.models import ModelSpec, load_model
 
 
+def _naive_rate(model, prompts: list[str], new_tokens: int) -> float:
+    t0 = time.perf_counter()
+    for p in prompts:  # one prompt at a time, greedy decode
+        model.generate([p], max_new_tokens=new_tokens)
+    return len(prompts) / (time.perf_counter() - t0)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--model", default="data/models/gen-formal")
-    ap.add_argument("--n", type=int, default=256)
-    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--n", type=int, default=512, help="items judged by the batched judge")
+    ap.add_argument("--n-naive", type=int, default=64, help="items judged by the naive loop (rate per item)")
+    ap.add_argument("--batch-size", type=int, default=128)
+    ap.add_argument("--rationale-tokens", type=int, default=32)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--dtype", default="float32")
     args = ap.parse_args()
     template = load_params().judge.prompt_template
     spec = ModelSpec(path=args.model, chat_template="Q: {prompt}\nA:", batch_size=args.batch_size,
-                     device=args.device)
+                     device=args.device, dtype=args.dtype)
     model = load_model(spec, name="bench")
     items = make_items(args.n, seed=0)
     qs = [it.prompt for it in items]
@@ -37,15 +50,17 @@ def main() -> None:
     batched = args.n / (time.perf_counter() - t0)
 
     prompts = [model.format_prompt(template.format(question=q, answer_a=x, answer_b=y))
-               for q, x, y in zip(qs, a, b)]
-    t0 = time.perf_counter()
-    for p in prompts:  # the naive judge: one prompt at a time, decode a short verdict
-        model.generate([p], max_new_tokens=4)
-    naive = args.n / (time.perf_counter() - t0)
-    print(f"model={args.model} device={args.device} n={args.n} batch={args.batch_size}")
-    print(f"batched logit verdicts: {batched:8.1f} judgments/s")
-    print(f"naive generate loop:    {naive:8.1f} judgments/s")
-    print(f"ratio batched/naive:    {batched / naive:8.1f}x")
+               for q, x, y in zip(qs, a, b)][:args.n_naive]
+    verdict_tokens = len(model.tokenizer(" [[A]]", add_special_tokens=False)["input_ids"])
+    naive_short = _naive_rate(model, prompts, verdict_tokens)
+    naive_long = _naive_rate(model, prompts, args.rationale_tokens + verdict_tokens)
+    print(f"model={args.model} device={args.device} dtype={args.dtype} batch={args.batch_size} "
+          f"n_batched={args.n} n_naive={len(prompts)}")
+    print(f"batched logit verdicts:                    {batched:9.1f} judgments/s")
+    print(f"naive generate, verdict only ({verdict_tokens} tokens):     {naive_short:9.1f} judgments/s"
+          f"   ratio {batched / naive_short:6.1f}x")
+    print(f"naive generate, rationale + verdict ({args.rationale_tokens + verdict_tokens} tokens): "
+          f"{naive_long:9.1f} judgments/s   ratio {batched / naive_long:6.1f}x")
 
 
 if __name__ == "__main__":

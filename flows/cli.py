@@ -7,7 +7,7 @@ import os
 import sys
 
 STAGE_NAMES = ("bootstrap", "generate", "train", "respond", "judge", "audit", "robustness", "boat", "pu", "prefix",
-               "report")
+               "score_range", "report")
 
 # Prefect's ephemeral server needs longer than its default to start on 2 cores, and
 # telemetry stays off (set before Prefect is imported).
@@ -41,6 +41,12 @@ def _parser() -> argparse.ArgumentParser:
     pu.add_argument("--p-ratio", type=float, default=0.2)
     pu.add_argument("--eta", type=float, default=0.5)
     pu.add_argument("--seed", type=int, default=0)
+    srv = sub.add_parser("serve", help="an OpenAI-compatible server over models the project can load")
+    srv.add_argument("models", nargs="+", help="model names from params.yaml (built under --root/models)")
+    srv.add_argument("--params", default="params.yaml")
+    srv.add_argument("--root", default="data")
+    srv.add_argument("--host", default="127.0.0.1")
+    srv.add_argument("--port", type=int, default=8000)
     check = sub.add_parser("check-params", help="validate a params file and exit")
     check.add_argument("--params", default="params.yaml")
     return p
@@ -61,6 +67,28 @@ def _pu_audit(args: argparse.Namespace) -> int:
             "cons_adj_ci_low", "cons_adj_ci_high", "flip_rate"]
     print(table[table.qtype == "all"][cols].to_string(index=False, float_format="%.3f"))
     print(f"judgeaudit: PU audit written to {args.out}")
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    import uvicorn
+
+    from judgeaudit.config import load_params
+    from judgeaudit.models import load_model
+    from judgeaudit.serve import make_app
+
+    params = load_params(args.params)
+    unknown = [m for m in args.models if m not in params.models]
+    if unknown:
+        raise ValueError(f"{args.params}: no model named {unknown[0]!r} under 'models'")
+    models = {m: load_model(params.spec_for(m, Path(args.root) / "models"), name=m) for m in args.models}
+    bad = [m for m, model in models.items() if not hasattr(model, "generate_with_logprobs")]
+    if bad:
+        raise ValueError(f"model {bad[0]!r}: serve needs the transformers backend")
+    print(f"judgeaudit: serving {sorted(models)} at http://{args.host}:{args.port}/v1")
+    uvicorn.run(make_app(models), host=args.host, port=args.port, log_level="warning")
     return 0
 
 
@@ -87,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "pu-audit":
             return _pu_audit(args)
+        if args.command == "serve":
+            return _serve(args)
         params = load_params(args.params)  # fail fast, before any server starts
         if args.stage in (None, "bootstrap") and params.corpus.prompts_file:
             from judgeaudit.pipeline.bootstrap import make_prompts

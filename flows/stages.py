@@ -8,17 +8,23 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from prefect import flow, get_run_logger
 
 from judgeaudit.config import load_params
+from judgeaudit.audits.length_control import controlled_summary
 from judgeaudit.pipeline.audit import unique_roster
 from judgeaudit.pipeline.judge import comparisons
 from judgeaudit.pipeline.layout import Layout
 from judgeaudit.pipeline.students import student_id
 from judgeaudit.report.leakage_report import write_report
 from judgeaudit.tables import read_table, write_json
+from flows.runners import task_runner
 from tasks import units
+
+# one row order for the judgments table, however the judging was sharded
+JUDGMENT_ORDER = ["judge", "method", "student_base", "generator_a", "generator_b", "prompt_id", "order"]
 
 
 def _read(path: Path, table: str, layout: Layout) -> pd.DataFrame:
@@ -109,15 +115,32 @@ def respond_flow(params_path: str = "params.yaml", root: str = "data") -> int:
     return len(_publish(frames, "responses", "respond", layout.responses, layout))
 
 
+@flow(name="judge-shards")
+def judge_shards(params_path: str, root: str, pairs: pd.DataFrame) -> list[pd.DataFrame]:
+    """Every judge on every shard of ``pairs``, submitted to the flow's task runner."""
+    params, layout = load_params(params_path), Layout(Path(root))
+    shards = np.array_split(np.arange(len(pairs)), min(params.scale.shards_per_judge, len(pairs)))
+    futures = [units.judge_pairs.submit(params, j, pairs.iloc[idx].reset_index(drop=True),
+                                        Path(params.spec_for(j["judge"], layout.models).path), root)
+               for j in unique_roster(params) for idx in shards]
+    return [f.result() for f in futures]
+
+
 @flow(name="judge")
 def judge_flow(params_path: str = "params.yaml", root: str = "data") -> int:
-    """Every judge, every pair of students, both presentation orders."""
+    """Every judge, every pair of students, both presentation orders; in-process, or
+    sharded over a Dask cluster when params.yaml's ``scale`` says so."""
     params, layout = load_params(params_path), Layout(Path(root))
     responses = _read(layout.responses, "responses", layout)
     pairs = comparisons(responses, params.leakage.generators)
-    frames = [units.judge_pairs(params, j, pairs, Path(params.spec_for(j["judge"], layout.models).path),
-                                str(layout.root)) for j in unique_roster(params)]
-    return len(_publish(frames, "judgments", "judge", layout.judgments, layout))
+    runner = task_runner(params.scale)
+    if runner is None:
+        frames = [units.judge_pairs(params, j, pairs, Path(params.spec_for(j["judge"], layout.models).path),
+                                    str(layout.root)) for j in unique_roster(params)]
+    else:
+        frames = judge_shards.with_options(task_runner=runner)(params_path, str(layout.root), pairs)
+    judgments = pd.concat(frames, ignore_index=True).sort_values(JUDGMENT_ORDER, kind="stable", ignore_index=True)
+    return len(_publish(judgments, "judgments", "judge", layout.judgments, layout))
 
 
 @flow(name="audit")
@@ -139,13 +162,15 @@ def robustness_flow(params_path: str = "params.yaml", root: str = "data") -> dic
     params, layout = load_params(params_path), Layout(Path(root))
     responses = _read(layout.responses, "responses", layout)
     judgments = _read(layout.judgments, "judgments", layout)
-    ablation, flips, calibration = units.robustness_audit(params, responses, judgments, layout.models,
-                                                          str(layout.root))
+    ablation, flips, calibration, controlled, moved = units.robustness_audit(
+        params, responses, judgments, layout.models, str(layout.root))
     out = layout.root / "robustness"
     _publish(ablation, "pls", "robustness", out / "ablation.parquet", layout)
     _publish(calibration, "pls", "robustness", out / "calibration.parquet", layout)
     units.write(flips, out / "attack_flips.parquet")
-    summary = {"ablation": ablation.to_dict("records"), "calibration": calibration.to_dict("records"),
+    _publish(controlled, "controlled_win_rates", "robustness", out / "controlled_win_rates.parquet", layout)
+    summary = {"controlled_win_rates": controlled_summary(controlled[controlled.condition == "clean"]),
+               "length_gameability": moved.to_dict("records"),"ablation": ablation.to_dict("records"), "calibration": calibration.to_dict("records"),
                "attack_flips": flips[flips.category == "all"].to_dict("records")}
     write_json(summary, out / "summary.json")
     return {"conditions": sorted(set(ablation.condition))}
@@ -197,6 +222,27 @@ def prefix_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
     return {v: round(e["accuracy"], 3) for v, e in summary.items()}
 
 
+@flow(name="score-range")
+def score_range_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
+    """Pointwise judges under several score ranges: greedy and expected scores vs
+    contrastive decoding, correlation with reference scores, with CIs."""
+    from judgeaudit.pipeline.score_range import plot_histograms
+    from judgeaudit.report.score_range_report import write_score_range_report
+
+    params, layout = load_params(params_path), Layout(Path(root))
+    out = layout.score_range
+    if _unconfigured(params.score_range, out):
+        return {}
+    scores, corr, summary = units.score_range_audit(params, layout.models, out)
+    _publish(scores, "score_range_scores", "score_range", out / "scores.parquet", layout)
+    corr = _publish(corr, "score_correlations", "score_range", out / "correlations.parquet", layout)
+    write_json(summary, out / "summary.json")
+    plot_histograms(summary, out / "histograms.png")
+    write_score_range_report(corr, summary, out / "report.md")
+    spearman = corr[(corr.kind == "spearman") & corr.method.isin(["greedy", "cd_expected"])]
+    return {f"{r.judge}/{r.score_range}/{r.method}": round(r.estimate, 3) for r in spearman.itertuples()}
+
+
 @flow(name="report")
 def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
     """HTML + JSON report, and the same as Prefect artifacts."""
@@ -218,8 +264,12 @@ def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
                "matrices": pd.read_parquet(matrices_file)} if matrices_file.exists() else None)
     robust_file = layout.root / "robustness" / "summary.json"
     robust = json.loads(robust_file.read_text()) if robust_file.exists() else None
+    corr_file = layout.score_range / "correlations.parquet"
+    score_range = ({"summary": json.loads((layout.score_range / "summary.json").read_text()),
+                    "correlations": _read(corr_file, "score_correlations", layout),
+                    "histograms_png": layout.score_range / "histograms.png"} if corr_file.exists() else None)
     paths = write_report(wr, pls, summary, responses, layout.report, boat=boat, pu=pu, prefix=prefix,
-                         robustness=robust)
+                         robustness=robust, score_range=score_range)
     table = summary_table(pls)
     create_markdown_artifact(key="preference-leakage",
                              markdown="# Preference leakage (PLS, 95% CI, n prompts)\n\n"
@@ -231,14 +281,41 @@ def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
 STAGES = {"bootstrap": bootstrap_flow, "generate": generate_flow, "train": train_flow,
           "respond": respond_flow, "judge": judge_flow, "audit": audit_flow,
           "robustness": robustness_flow, "boat": boat_flow,
-          "pu": pu_flow, "prefix": prefix_flow,
+          "pu": pu_flow, "prefix": prefix_flow, "score_range": score_range_flow,
           "report": report_flow}
 
 
 @flow(name="full-audit")
 def full_audit(params_path: str = "params.yaml", root: str = "data") -> str:
     """The whole DAG: bootstrap -> generate -> train -> respond -> judge -> audit -> robustness -> boat -> pu -> prefix
-    -> report."""
+    -> score_range -> report."""
     for stage in STAGES.values():
         result = stage(params_path=params_path, root=root)
+    return str(result)
+
+
+# Stages that want an accelerator: with the GPU pool deployments of prefect.yaml, the
+# full audit sends these to the "judgeaudit-gpu" work pool and runs the rest here.
+GPU_STAGES = ("train", "respond", "judge", "score_range")
+
+
+@flow(name="full-audit-gpu-pool")
+def full_audit_gpu_pool(params_path: str = "params.yaml", root: str = "data",
+                        gpu_deployment_suffix: str = "gpu", timeout_s: int = 6 * 3600) -> str:
+    """The whole DAG, with training, responding, judging and scoring run as deployments
+    on the GPU work pool (``<flow>/judgeaudit-<stage>-<suffix>``) and the rest in-process.
+    Each GPU stage must finish before the next stage starts (they share ``root``)."""
+    from prefect.deployments import run_deployment
+
+    result = None
+    for stage, stage_flow in STAGES.items():
+        if stage in GPU_STAGES:
+            name = f"{stage_flow.name}/judgeaudit-{stage.replace('_', '-')}-{gpu_deployment_suffix}"
+            run = run_deployment(name=name, parameters={"params_path": params_path, "root": root},
+                                 timeout=timeout_s, as_subflow=True)
+            if run.state is None or not run.state.is_completed():
+                raise RuntimeError(f"GPU stage {stage} ({name}) ended {run.state.name if run.state else 'unknown'}")
+            result = run.state.name
+        else:
+            result = stage_flow(params_path=params_path, root=root)
     return str(result)

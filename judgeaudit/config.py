@@ -10,6 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from judgeaudit.generation.corpus import CATEGORIES
 from judgeaudit.generation.styles import STYLES
+from judgeaudit.judging.generative import GENERATIVE_TEMPLATE
+from judgeaudit.judging.pointwise import SCORE_TEMPLATE
 from judgeaudit.models.spec import ModelSpec
 
 TIERS = ("same", "inheritance", "same_family")
@@ -107,8 +109,13 @@ class JudgeTiers(_Strict):
     same_family: str | None = None
 
 
+JudgeMode = Literal["likelihood", "prompted", "generative"]
+
+
 class Judge(_Strict):
-    mode: Literal["likelihood", "prompted"] = "likelihood"
+    # likelihood: any LM; prompted: log-probs of the verdict tokens after the judge prompt
+    # (one forward pass); generative: the judge writes "[[A]]"/"[[B]]"/"[[C]]", parsed strictly
+    mode: JudgeMode = "likelihood"
     # likelihood verdicts: mean per-token log-prob ("mean") or the sum ("sum")
     normalise: Literal["mean", "sum"] = "mean"
     tie_margin: float = Field(ge=0, default=1e-6)
@@ -117,7 +124,10 @@ class Judge(_Strict):
         "Question: {question}\n[Answer A]\n{answer_a}\n[Answer B]\n{answer_b}\n"
         "Which answer is better, A or B? Verdict:")
     verdict_tokens: list[str] = [" A", " B"]
-    modes: dict[str, Literal["likelihood", "prompted"]] = {}  # per-judge overrides
+    modes: dict[str, JudgeMode] = {}  # per-judge overrides
+    generative_template: str = GENERATIVE_TEMPLATE
+    max_new_tokens: int = Field(ge=1, default=512)  # generative verdicts: room for the reasoning
+    retry_temperature: float = Field(ge=0, default=0.7)  # the one retry of an unparseable output
 
 
 class Leakage(_Strict):
@@ -131,6 +141,7 @@ class Leakage(_Strict):
 class Audit(_Strict):
     n_boot: int = Field(ge=100)
     confidence: float = Field(gt=0.5, lt=1.0)
+    glm_boot: int = Field(ge=50, default=200)  # resamples for CIs that refit a GLM each time
 
 
 class Boat(_Strict):
@@ -170,10 +181,66 @@ class Prefix(_Strict):
         return self
 
 
+class ScoreJudge(_Strict):
+    """A pointwise judge and its contrastive assistant (a smaller model of its family)."""
+
+    main: str
+    assistant: str
+    # the embedded default plants a family preference for one score in the scoring data
+    # (the seed saw Llama favour 4 and Qwen 2), so the audit has a known bias to find
+    favourite: int | None = None
+    fine_tune: bool = True  # train both to score first (the embedded models cannot otherwise)
+
+
+class SummEvalSource(_Strict):
+    """SummEval's expert scores as a second reference, where its file is present."""
+
+    path: str = "../shared/data/summeval"  # the .jsonl or its folder; absent: noted and skipped
+    aspect: Literal["coherence", "consistency", "fluency", "relevance"] = "relevance"
+    n_items: int | None = Field(default=400, ge=10)  # a seeded sample of the 1,600 summaries
+    max_chars: int = Field(default=2000, ge=100)  # of each article shown to the judge
+    judges: list[ScoreJudge] | None = None  # default: score_range.judges
+
+
+class ScoreRange(_Strict):
+    n_train_items: int = Field(ge=4)  # items the embedded judges learn to score on
+    n_items: int = Field(ge=4)  # items scored in the audit (5 graded answers each)
+    dev_share: float = Field(gt=0, lt=1, default=0.1)
+    ranges: list[tuple[int, int]] = [(0, 4), (1, 5), (2, 6), (3, 7)]
+    lambdas: list[float] = Field(default=[0.01, 0.1, 0.5, 1.0], min_length=1)
+    temperatures: list[float] = Field(default=[0.5, 1.0, 2.0], min_length=1)
+    judges: list[ScoreJudge] = Field(min_length=1)
+    favourite_share: float = Field(ge=0, le=1, default=0.0)
+    template: str = SCORE_TEMPLATE
+    train: TrainArgs
+    assistant_train: TrainArgs | None = None  # default: train
+    summeval: SummEvalSource | None = None
+
+    @model_validator(mode="after")
+    def _ranges(self) -> "ScoreRange":
+        for low, high in self.ranges:
+            if not 0 <= low < high <= 9:
+                raise ValueError(f"score range ({low}, {high}) must satisfy 0 <= low < high <= 9 "
+                                 "(one digit token per score)")
+        if any(t <= 0 for t in self.temperatures):
+            raise ValueError("temperatures must be positive")
+        return self
+
+
 class Attacks(_Strict):
     rewriter: str | None = None  # a model name: rewrite with the templates; None: rule-based attacks
     max_new_tokens: int = Field(ge=1, default=256)
     templates: dict[Literal["length", "sentiment"], str] = {}
+
+
+class Scale(_Strict):
+    """Where judging runs: in-process, or sharded over a Dask cluster (local or remote)."""
+
+    runner: Literal["local", "dask"] = "local"
+    workers: int = Field(ge=1, default=2)  # local Dask cluster: worker processes
+    threads_per_worker: int = Field(ge=1, default=1)
+    address: str | None = None  # an existing Dask scheduler, e.g. tcp://10.0.0.5:8786
+    shards_per_judge: int = Field(ge=1, default=1)  # split each judge's pairs into this many tasks
 
 
 class Params(_Strict):
@@ -190,6 +257,8 @@ class Params(_Strict):
     boat: Boat | None = None
     pu: PU | None = None
     prefix: Prefix | None = None
+    score_range: ScoreRange | None = None
+    scale: Scale = Scale()
     attacks: Attacks = Attacks()
 
     @model_validator(mode="after")
@@ -219,6 +288,13 @@ class Params(_Strict):
             need(self.boat.model, "boat.model")
         if self.prefix is not None:
             need(self.prefix.base, "prefix.base")
+        if self.score_range is not None:
+            se = self.score_range.summeval
+            for where, judges in (("judges", self.score_range.judges),
+                                  ("summeval.judges", se.judges if se and se.judges else [])):
+                for k, j in enumerate(judges):
+                    need(j.main, f"score_range.{where}.{k}.main")
+                    need(j.assistant, f"score_range.{where}.{k}.assistant")
         if self.attacks.rewriter is not None:
             need(self.attacks.rewriter, "attacks.rewriter")
         return self

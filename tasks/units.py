@@ -10,7 +10,7 @@ from prefect import task
 
 from judgeaudit.config import Params
 from judgeaudit.pipeline import (audit, boat, bootstrap, generate, judge, prefix, pu_default, robustness,
-                                 students)
+                                 score_range, students)
 from judgeaudit.pipeline.layout import Layout
 from judgeaudit.schemas.validate import validate_table
 from judgeaudit.tables import write_table
@@ -87,13 +87,21 @@ def prefix_audit(params: Params, base_dir: Path, out: Path) -> tuple[pd.DataFram
     return prefix.prefix_stage(params, Layout(out.parent))
 
 
+@task(cache_policy=artifact_cache(("seed", "corpus", "audit", "score_range", *MODELS), output="out"),
+      **_LOAD)
+def score_range_audit(params: Params, models_dir: Path, out: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """``out``: the folder the scoring judges are fine-tuned into."""
+    return score_range.score_range_stage(params, Layout(out.parent))
+
+
 @task(cache_policy=artifact_cache(("seed", "audit", "judge", "leakage", "attacks", *MODELS)), **_LOAD)
 def robustness_audit(params: Params, responses: pd.DataFrame, judgments: pd.DataFrame, models_dir: Path,
-                     root: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+                     root: str) -> tuple[pd.DataFrame, ...]:
     layout = Layout(Path(root))
     return (robustness.ablation_pls(params, responses, judgments, layout),
             robustness.attack_flips(params, responses, judgments, layout),
-            robustness.calibrated_pls(params, judgments))
+            robustness.calibrated_pls(params, judgments),
+            *robustness.length_controlled(params, responses, judgments, layout))
 
 
 @task(task_run_name="validate-{table}")

@@ -53,6 +53,10 @@ def tiny_params() -> dict:
     params["pu"] = {"n_pairs": 14, "p_ratio": 0.3, "eta": 0.5, "splits": 2}
     params["boat"] = {"model": "student", "n_items": 8, "runs": 2, "shots": 1,
                       "contaminate": {"epochs": 2, "lr": 0.003, "batch_size": 8}}
+    params["score_range"].update(n_train_items=14, n_items=12, ranges=[[0, 4], [3, 7]],
+                                 judges=[{"main": "gen-f", "assistant": "sib-f", "favourite": 4}],
+                                 train={"epochs": 1, "lr": 0.003, "batch_size": 16},
+                                 assistant_train={"epochs": 1, "lr": 0.001, "batch_size": 16})
     return params
 
 

@@ -45,3 +45,24 @@ def test_real_checkpoint_spec_loads_unchanged(tiny_lm, tiny_params_file):
     model = load_model(spec, name="gen-f")
     assert model.generate([model.format_prompt("What is 2 plus 2?")], max_new_tokens=5) == \
         tiny_lm.generate([tiny_lm.format_prompt("What is 2 plus 2?")], max_new_tokens=5)
+
+
+def test_gpu_pool_deployments_cover_the_gpu_stages():
+    """prefect.yaml sends training, responding, judging and scoring to the GPU work pool,
+    under the names the GPU-pool audit flow runs them by; params-gpu.yaml is valid."""
+    from flows.stages import GPU_STAGES, STAGES
+    from judgeaudit.config import load_params
+
+    spec = yaml.safe_load((ROOT / "prefect.yaml").read_text())
+    gpu = {d["name"]: d for d in spec["deployments"] if d["work_pool"]["name"] == "judgeaudit-gpu"}
+    for stage in GPU_STAGES:
+        dep = gpu[f"judgeaudit-{stage.replace('_', '-')}-gpu"]
+        module, func = dep["entrypoint"].split(":")
+        flow = getattr(importlib.import_module(module.removesuffix(".py").replace("/", ".")), func)
+        assert flow is STAGES[stage]
+        assert dep["parameters"]["params_path"] == "params-gpu.yaml"
+    full = next(d for d in spec["deployments"] if d["name"] == "judgeaudit-full-audit-gpu")
+    assert full["entrypoint"].endswith(":full_audit_gpu_pool")
+    params = load_params(ROOT / "params-gpu.yaml")
+    assert {params.models[j.main].spec.backend for j in params.score_range.judges} == {"vllm"}
+    assert params.scale.runner == "dask"

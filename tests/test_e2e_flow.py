@@ -14,7 +14,9 @@ pytestmark = pytest.mark.slow
 TABLES = ["prompts/prompts.parquet", "synthetic/answers.parquet", "responses/responses.parquet",
           "judgments/judgments.parquet", "metrics/win_rates.parquet", "metrics/pls.parquet",
           "boat/results.parquet", "pu/consistency.parquet", "pu/verdicts.parquet",
-          "prefix/matrices.parquet", "robustness/ablation.parquet", "robustness/attack_flips.parquet"]
+          "prefix/matrices.parquet", "robustness/ablation.parquet", "robustness/attack_flips.parquet",
+          "robustness/controlled_win_rates.parquet", "score_range/scores.parquet",
+          "score_range/correlations.parquet"]
 
 
 def test_full_audit_flow(prefect_server, tiny_params_file, tmp_path):
@@ -55,6 +57,18 @@ def test_full_audit_flow(prefect_server, tiny_params_file, tmp_path):
     assert set(prefix["summary"]) == {"zero-shot", "baseline", "aug", "aug-gen"}
     assert set(prefix["summary"]["aug-gen"]) >= {"race"} and "gender" not in prefix["summary"]["aug-gen"]
     assert (first / "report/prefix_bias.png").stat().st_size > 1000
+    controlled = pd.read_parquet(first / "robustness/controlled_win_rates.parquet")
+    assert set(controlled.control) == {"raw", "length", "length+style"}
+    assert set(controlled.condition) == {"clean", "length-attack"}
+    assert len(controlled) == 3 * 6 * 3 * 2  # controls x judges x cells (3 methods, 1 pair) x conditions
+    assert {r["control"] for r in report["robustness"]["length_gameability"]} == {"raw", "length", "length+style"}
+    corr = pd.read_parquet(first / "score_range/correlations.parquet")
+    assert set(corr.score_range) == {"0-4", "3-7"} and set(corr.kind) == {"spearman", "pearson", "kendall"}
+    assert set(corr.method) == {"greedy", "expected", "cd_greedy", "cd_expected"}
+    assert (corr.n == 54).all()  # 12 items x 5 levels, 10% to dev
+    assert set(report["score_range"]["summary"]["chosen"][0]) >= {"lam", "t", "n_dev"}
+    assert (first / "score_range/histograms.png").stat().st_size > 1000
+    assert "Score-range bias" in (first / "report/report.html").read_text()
 
     full_audit(params_path=str(tiny_params_file), root=str(second))
     for table in TABLES:

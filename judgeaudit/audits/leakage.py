@@ -52,7 +52,9 @@ def pair_scores(judgments: pd.DataFrame) -> pd.DataFrame:
         bad = counts[counts != 2].reset_index().head(3).to_dict("records")
         raise ValueError(f"judgments lack one presentation order for {int((counts != 2).sum())} "
                          f"comparison(s), e.g. {bad}")
-    return frame.groupby(keys, as_index=False)["score"].mean()
+    # an unparseable order (nan) leaves the other; a comparison with neither is left out
+    # of the scores, and counted in the judgments table and the audit summary
+    return frame.groupby(keys, as_index=False)["score"].mean().dropna(subset=["score"])
 
 
 def _scores(scores: pd.DataFrame, judge: str, cell: tuple) -> pd.Series:

@@ -13,13 +13,17 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from judgeaudit.judging.generative import UNPARSEABLE
 from judgeaudit.models.base import LanguageModel
 
 _SCORE_AB = {"A": 1.0, "B": 0.0, "tie": 0.5}
 
 
 def order_score(verdict: str, order: str) -> float:
-    """Score of the canonical first response under one presentation order."""
+    """Score of the canonical first response under one presentation order (nan for an
+    unparseable generative verdict: it counts as missing, never as a guess)."""
+    if verdict == UNPARSEABLE:
+        return float("nan")
     if verdict not in _SCORE_AB:
         raise ValueError(f"unknown verdict {verdict!r}")
     if order == "AB":
@@ -30,14 +34,20 @@ def order_score(verdict: str, order: str) -> float:
 
 
 def combine_orders(verdict_ab: str, verdict_ba: str) -> float:
-    """Win score (1, 0.5, 0, or 0.25/0.75 with one tie) of the canonical first response."""
-    return (order_score(verdict_ab, "AB") + order_score(verdict_ba, "BA")) / 2
+    """Win score (1, 0.5, 0, or 0.25/0.75 with one tie) of the canonical first response;
+    one unparseable order leaves the other's, both leave nan."""
+    scores = [s for s in (order_score(verdict_ab, "AB"), order_score(verdict_ba, "BA")) if not np.isnan(s)]
+    return float(np.mean(scores)) if scores else float("nan")
 
 
 def binary_verdict(verdict_ab: str, verdict_ba: str) -> str:
     """One "A"/"B" verdict from both orders; where they disagree, the first order's
-    verdict stands (and "A" if that was a tie)."""
+    verdict stands (and "A" if that was a tie); "unparseable" if neither order parsed."""
     score = combine_orders(verdict_ab, verdict_ba)
+    if np.isnan(score):
+        return UNPARSEABLE
+    if verdict_ab == UNPARSEABLE:
+        verdict_ab = {"A": "B", "B": "A"}.get(verdict_ba, verdict_ba)
     if score != 0.5:
         return "A" if score > 0.5 else "B"
     return verdict_ab if verdict_ab != "tie" else "A"

@@ -10,6 +10,17 @@ import numpy as np
 from judgeaudit.models.spec import ModelSpec
 
 
+def apply_template(tokenizer, template: str, prompt: str) -> str:
+    """``template`` "auto": the tokenizer's chat template when it has one, else the plain
+    "Q: ... A:" format; otherwise a format string with one {prompt} field."""
+    if template == "auto":
+        if getattr(tokenizer, "chat_template", None):
+            return tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
+                                                 add_generation_prompt=True)
+        template = "Q: {prompt}\nA:"
+    return template.format(prompt=prompt)
+
+
 class LanguageModel(ABC):
     """Generate text and score tokens; backends implement the batched primitives."""
 

@@ -9,7 +9,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from judgeaudit.models.base import LanguageModel
+from judgeaudit.models.base import LanguageModel, apply_template
 from judgeaudit.models.spec import ModelSpec
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -43,13 +43,7 @@ class TransformersModel(LanguageModel):
 
     # -- prompts -------------------------------------------------------------------
     def format_prompt(self, prompt: str) -> str:
-        template = self.spec.chat_template
-        if template == "auto":
-            if getattr(self.tokenizer, "chat_template", None):
-                return self.tokenizer.apply_chat_template(
-                    [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
-            template = "Q: {prompt}\nA:"
-        return template.format(prompt=prompt)
+        return apply_template(self.tokenizer, self.spec.chat_template, prompt)
 
     def _encode(self, texts: Sequence[str]) -> list[list[int]]:
         return [self.tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
@@ -150,3 +144,44 @@ class TransformersModel(LanguageModel):
             logp = torch.log_softmax(self._logits(ids, mask)[:, -1], dim=-1)
             result[batch] = logp[:, cand_ids].cpu().numpy()
         return result
+
+    # -- token-level views (what an OpenAI-compatible server returns) -----------------
+    def _token_text(self, ids: Sequence[int]) -> list[str]:
+        return [self.tokenizer.decode([i]) for i in ids]
+
+    @torch.inference_mode()
+    def echo_logprobs(self, text: str) -> tuple[list[str], list[float | None], list[int]]:
+        """Each token of ``text``, its log-prob given the tokens before it (None for the
+        first) and its character offset."""
+        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        ids = enc["input_ids"][-self.spec.max_length:]
+        offsets = [s for s, _ in enc["offset_mapping"]][-len(ids):]
+        tensor = torch.tensor([ids], device=self.device)
+        logp = torch.log_softmax(self._logits(tensor, torch.ones_like(tensor))[0, :-1], dim=-1)
+        picked = logp.gather(-1, tensor[0, 1:, None])[:, 0].tolist()
+        return self._token_text(ids), [None, *picked], offsets
+
+    @torch.inference_mode()
+    def generate_with_logprobs(self, prompt: str, *, max_new_tokens: int, temperature: float = 0.0,
+                               seed: int = 0, top_k: int = 0) -> tuple[str, list[dict]]:
+        """One completion and, per generated token, its log-prob and the ``top_k`` most
+        likely alternatives: [{"token", "logprob", "top": {token: logprob}}]."""
+        ids, mask = self._pad([self._encode([prompt])[0][-self.spec.max_length:]])
+        torch.manual_seed(seed)
+        sampling = {"do_sample": True, "temperature": temperature, "top_k": 0} if temperature > 0 \
+            else {"do_sample": False}
+        out = self.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens,
+                                  pad_token_id=self.tokenizer.pad_token_id,
+                                  eos_token_id=self.tokenizer.eos_token_id, output_logits=True,
+                                  return_dict_in_generate=True, **sampling)
+        new = out.sequences[0, ids.shape[1]:].tolist()
+        steps = []
+        for tok, logits in zip(new, out.logits):
+            logp = torch.log_softmax(logits[0].float(), dim=-1)
+            top = torch.topk(logp, k=min(top_k, logp.shape[-1])) if top_k else None
+            steps.append({"token": self.tokenizer.decode([tok]), "logprob": float(logp[tok]),
+                          "top": {} if top is None else dict(zip(self._token_text(top.indices.tolist()),
+                                                                 top.values.tolist()))})
+        if new and new[-1] == self.tokenizer.eos_token_id:
+            steps = steps[:-1]
+        return self.tokenizer.decode(new, skip_special_tokens=True), steps

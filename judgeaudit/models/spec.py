@@ -1,5 +1,5 @@
 """Model specs as params.yaml names them: backend, path or hub id, dtype, device,
-prompt/chat template."""
+prompt/chat template, and for endpoints their URL, key variable and limits."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-BACKENDS = ("transformers",)
+BACKENDS = ("transformers", "vllm", "openai")
 
 
 class ModelSpec(BaseModel):
@@ -15,12 +15,22 @@ class ModelSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    backend: Literal["transformers"] = "transformers"
-    path: str = Field(description="local checkpoint directory or hub id")
+    backend: Literal["transformers", "vllm", "openai"] = "transformers"
+    path: str = Field(description="local checkpoint directory or hub id; for openai: the served model name")
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "float32"
     device: str = "cpu"  # "cpu", "cuda", "cuda:1", or "auto"
-    # "auto": the tokenizer's chat template when it has one; otherwise a format string
-    # with one {prompt} field, e.g. "Q: {prompt}\nA:".
+    # "auto": the tokenizer's chat template when it has one (openai: the chat endpoint);
+    # otherwise a format string with one {prompt} field, e.g. "Q: {prompt}\nA:".
     chat_template: str = "auto"
     max_length: int = 256
     batch_size: int = 32
+    # openai backend: any OpenAI-compatible endpoint (vllm serve, judgeaudit serve, hosted APIs)
+    base_url: str | None = None  # None: api.openai.com
+    api_key_env: str = "OPENAI_API_KEY"  # the key is read from this variable, never from params
+    concurrency: int = Field(default=8, ge=1)  # requests in flight at once
+    max_retries: int = Field(default=4, ge=0)  # with exponential backoff (the openai client's)
+    timeout_s: float = Field(default=120.0, gt=0)
+    top_logprobs: int = Field(default=20, ge=1)  # how many next-token log-probs the endpoint returns
+    # vllm backend
+    gpu_memory_utilization: float = Field(default=0.85, gt=0, le=1)
+    tensor_parallel_size: int = Field(default=1, ge=1)

@@ -32,6 +32,8 @@ def leakage_audit(params: Params, judgments: pd.DataFrame) -> tuple[pd.DataFrame
     summary = {
         "seed": params.seed, "n_boot": a.n_boot, "confidence": a.confidence,
         "n_judgments": int(len(judgments)),
+        "n_unparseable": {j: int(n) for j, n in
+                          judgments.assign(u=judgments.verdict == "unparseable").groupby("judge")["u"].sum().items()},
         "position_consistency": float((flipped == consistency["BA"]).mean()),
         "pls_by_tier": {r.tier: _fig(r) for r in pls[pls.scope == "tier"].itertuples()},
         "pls_by_tier_method": {f"{r.tier}/{r.method}": _fig(r)

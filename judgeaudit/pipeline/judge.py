@@ -10,6 +10,7 @@ import pandas as pd
 
 from judgeaudit.attacks.rewriter import attack_texts
 from judgeaudit.config import Params
+from judgeaudit.judging.generative import UNPARSEABLE, generative_verdicts
 from judgeaudit.judging.pairwise import (binary_verdict, likelihood_scores, prompted_probabilities,
                                          verdict_from_margin)
 from judgeaudit.models import load_model
@@ -54,6 +55,8 @@ def judge_pairs(params: Params, judge: dict, pairs: pd.DataFrame, layout: Layout
         sb = lookup.loc[list(zip(pairs["prompt"], pairs["response_b"]))].to_numpy()
         margin_ab = sa - sb
         margin_ba = -margin_ab
+    elif mode == "generative":
+        return _generative_pairs(params, judge, pairs, model)
     else:
         args = (model, j.prompt_template, pairs["prompt"].tolist())
         p_ab = prompted_probabilities(*args, pairs["response_a"].tolist(), pairs["response_b"].tolist(),
@@ -68,6 +71,25 @@ def judge_pairs(params: Params, judge: dict, pairs: pd.DataFrame, layout: Layout
             judge=name, tier=judge["tier"], related_generator=judge["related_generator"] or "",
             mode=mode, order=order, verdict=verdict_from_margin(margin, j.tie_margin),
             p_a=1.0 / (1.0 + np.exp(-np.clip(margin, -50, 50)))))
+    return pd.concat(out, ignore_index=True)
+
+
+_P_A = {"A": 1.0, "B": 0.0, "tie": 0.5, UNPARSEABLE: float("nan")}
+
+
+def _generative_pairs(params: Params, judge: dict, pairs: pd.DataFrame, model) -> pd.DataFrame:
+    """Generative verdicts in both orders; unparseable ones stay, as such, with the output."""
+    j, name = params.judge, judge["judge"]
+    keep = ["method", "student_base", "prompt_id", "student_a", "student_b", "generator_a", "generator_b"]
+    out = []
+    for order, (first, second) in (("AB", ("response_a", "response_b")), ("BA", ("response_b", "response_a"))):
+        got = generative_verdicts(model, j.generative_template, pairs["prompt"].tolist(), pairs[first].tolist(),
+                                  pairs[second].tolist(), max_new_tokens=j.max_new_tokens,
+                                  retry_temperature=j.retry_temperature, seed=params.seed)
+        out.append(pairs[keep].assign(
+            judge=name, tier=judge["tier"], related_generator=judge["related_generator"] or "",
+            mode="generative", order=order, verdict=got.verdicts, p_a=[_P_A[v] for v in got.verdicts],
+            attempts=got.attempts, output=got.outputs))
     return pd.concat(out, ignore_index=True)
 
 

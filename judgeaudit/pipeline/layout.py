@@ -63,5 +63,9 @@ class Layout:
         return self.root / "prefix"
 
     @property
+    def score_range(self) -> Path:
+        return self.root / "score_range"
+
+    @property
     def quarantine(self) -> Path:
         return self.root / "quarantine"

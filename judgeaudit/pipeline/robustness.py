@@ -14,7 +14,9 @@ import pandas as pd
 
 from judgeaudit.attacks.presentation import ATTACKS
 from judgeaudit.attacks.transforms import ABLATIONS
-from judgeaudit.audits.leakage import leakage_scores, pair_scores
+from judgeaudit.audits.leakage import CELL, leakage_scores, pair_scores
+from judgeaudit.attacks.rewriter import attack_texts
+from judgeaudit.audits.length_control import controlled_win_rates, gameability, with_differences
 from judgeaudit.audits.stats import mean_ci
 from judgeaudit.config import Params, build_rewriter
 from judgeaudit.pipeline.audit import unique_roster
@@ -109,3 +111,23 @@ def calibrated_pls(params: Params, judgments: pd.DataFrame, roster: list[dict] |
         rows.append(pls[pls.scope == "tier"].assign(condition=condition))
     return pd.concat(rows, ignore_index=True)[["metric", "condition", "tier", "estimate", "ci_low",
                                                "ci_high", "n"]]
+
+
+def length_controlled(params: Params, responses: pd.DataFrame, judgments: pd.DataFrame,
+                      layout: Layout) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(raw, length- and length+style-controlled win rates per judge and cell, clean and
+    with every second response lengthened; how much each kind of win rate moved under
+    that attack, per judge)."""
+    a = params.audit
+    kw = dict(n_boot=a.glm_boot, confidence=a.confidence, seed=params.seed, cell_cols=CELL)
+    pairs = comparisons(responses, params.leakage.generators)
+    clean = controlled_win_rates(with_differences(pair_scores(judgments), pairs, CELL), **kw)
+    # the length attack on generator_b's side of every pair: an even manipulation for every judge
+    longer = pairs.assign(response_b=attack_texts("length", pairs.response_b.tolist()))
+    attacked = controlled_win_rates(with_differences(pair_scores(_judge_all(params, longer, layout)), longer, CELL),
+                                    **kw)
+    moved = gameability(clean, attacked, n_boot=a.n_boot, confidence=a.confidence, seed=params.seed,
+                        cell_cols=CELL)
+    table = pd.concat([clean.assign(condition="clean"), attacked.assign(condition="length-attack")],
+                      ignore_index=True)
+    return table, moved

@@ -79,13 +79,33 @@ def _robustness_section(robust: dict | None) -> str:
                       "removing each judge's own offset (estimated on the other half of the prompts) "
                       "and restoring the judges' consensus.</p>"
                       + _fmt(calib.pivot(index="condition", columns="tier", values="PLS [CI] (n)").reset_index()))
+    lc_html = ""
+    if robust.get("controlled_win_rates"):
+        lc = pd.DataFrame(robust["controlled_win_rates"])
+        lc_html = ("<h2>Length- and style-controlled win rates</h2><p>Per judge, a logistic GLM of the "
+                   "verdicts on each cell plus tanh-scaled length (and style) differences, after AlpacaEval's "
+                   "length-controlled win rate; the controlled win rate is the cell's term alone. Per-cell "
+                   "estimates with CIs in data/robustness/controlled_win_rates.parquet. A positive length "
+                   "slope: the judge prefers the longer response, whatever the cell.</p>"
+                   + _fmt(lc.pivot(index="judge", columns="control",
+                                   values="mean_abs_shift_from_0.5").reset_index()
+                          .merge(lc[lc.control == "length"][["judge", "length_slope"]], on="judge")))
+        if robust.get("length_gameability"):
+            moved = pd.DataFrame(robust["length_gameability"])
+            moved["mean |Δ win rate| [CI] (n cells)"] = [
+                f"{e:.3f} [{lo:.3f}, {hi:.3f}] (n={n})" for e, lo, hi, n in
+                zip(moved.mean_abs_change, moved.ci_low, moved.ci_high, moved.n)]
+            lc_html += ("<p>Gameability: how far each kind of win rate moves when every second response "
+                        "is lengthened (the length attack), per judge.</p>"
+                        + _fmt(moved.pivot(index="judge", columns="control",
+                                           values="mean |Δ win rate| [CI] (n cells)").reset_index()))
     return ("<h2>Spurious-feature ablation</h2><p>PLS by tier (all methods) on the original "
             "responses and after removing house-style phrases, markdown format, or wording "
             "(synonym swaps) from every student response.</p>" + _fmt(table)
             + "<h2>Presentation attacks</h2><p>Share of each judge's verdicts that flip when the "
             "response it made lose is lengthened, made enthusiastic, or given an irrelevant "
             "paragraph (per question category in data/robustness/attack_flips.parquet).</p>"
-            + _fmt(flips) + calib_html)
+            + _fmt(flips) + calib_html + lc_html)
 
 
 def _pu_section(pu: dict | None) -> str:
@@ -188,9 +208,27 @@ def boat_interventions(boat: dict) -> pd.DataFrame:
                          for k, v in s["per_intervention"].items()])
 
 
+def _score_range_section(score_range: dict | None, out_dir: Path) -> str:
+    if not score_range:
+        return ""
+    from judgeaudit.report.score_range_report import correlation_grid
+
+    img = ""
+    if score_range.get("histograms_png"):
+        import shutil
+
+        shutil.copy(score_range["histograms_png"], out_dir / "score_range_histograms.png")
+        img = '<img src="score_range_histograms.png" alt="scores given per range">'
+    return ("<h2>Score-range bias and contrastive decoding</h2><p>Pointwise judges score the same graded "
+            "answers under each range; correlation with the reference scores (95% bootstrap CIs, n answers "
+            "in the test split), greedy vs contrastive decoding with a smaller same-family assistant.</p>"
+            + _fmt(correlation_grid(score_range["correlations"])) + img)
+
+
 def write_report(wr: pd.DataFrame, pls: pd.DataFrame, summary: dict, responses: pd.DataFrame,
                  out_dir: Path, boat: dict | None = None, pu: dict | None = None,
-                 prefix: dict | None = None, robustness: dict | None = None) -> dict[str, Path]:
+                 prefix: dict | None = None, robustness: dict | None = None,
+                 score_range: dict | None = None) -> dict[str, Path]:
     """Write report.html, report.json and the plots into ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     prefix_html = _prefix_section(prefix, out_dir)
@@ -217,13 +255,17 @@ Position consistency of verdicts across the two presentation orders: {summary['p
 {_boat_section(boat)}
 {_pu_section(pu)}
 {prefix_html}
+{_score_range_section(score_range, out_dir)}
 <h2>Sample responses</h2>{_fmt(samples.map(lambda s: str(s)[:160]))}
 </body></html>"""
     (out_dir / "report.html").write_text(body)
     figures = {"summary": summary, "pls": pls.to_dict("records"), "win_rates": wr.to_dict("records"),
                "boat": boat or {}, "pu": pu or {}, "robustness": robustness or {},
                "prefix": {"summary": prefix["summary"], "matrices": prefix["matrices"].to_dict("records")}
-               if prefix else {}}
+               if prefix else {},
+               "score_range": {"summary": score_range["summary"],
+                               "correlations": score_range["correlations"].to_dict("records")}
+               if score_range else {}}
     write_json(figures, out_dir / "report.json")
     return {"html": out_dir / "report.html", "json": out_dir / "report.json", "pls_png": pls_png,
             "win_rates_png": wr_png}

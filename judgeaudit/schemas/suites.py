@@ -7,7 +7,7 @@ import great_expectations.expectations as gxe
 
 from judgeaudit.config import METHODS, TIERS
 
-VERDICTS = ("A", "B", "tie")
+VERDICTS = ("A", "B", "tie", "unparseable")
 ORDERS = ("AB", "BA")
 
 
@@ -110,10 +110,50 @@ def prefix_matrices_suite() -> list:
     ]
 
 
+def score_range_scores_suite() -> list:
+    return [
+        *_columns(["source", "item_id", "judge", "assistant", "score_range", "low", "high", "reference",
+                   "split", "greedy", "expected", "cd_greedy", "cd_expected"]),
+        gxe.ExpectTableRowCountToBeBetween(min_value=1),
+        gxe.ExpectColumnValuesToBeInSet(column="split", value_set=["dev", "test"]),
+        gxe.ExpectColumnValuesToBeBetween(column="reference", min_value=0, max_value=9),
+        *[e for m in ("greedy", "expected", "cd_greedy", "cd_expected") for e in (
+            gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A=m, column_B="low", or_equal=True),
+            gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="high", column_B=m, or_equal=True))],
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["source", "judge", "score_range", "item_id"]),
+    ]
+
+
+def controlled_win_rates_suite() -> list:
+    return [
+        *_columns(["judge", "method", "student_base", "generator_a", "generator_b", "control", "condition",
+                   "estimate", "ci_low", "ci_high", "n"]),
+        gxe.ExpectTableRowCountToBeBetween(min_value=1),
+        gxe.ExpectColumnValuesToBeInSet(column="control", value_set=["raw", "length", "length+style"]),
+        gxe.ExpectColumnValuesToBeBetween(column="estimate", min_value=0, max_value=1),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="ci_high", column_B="ci_low", or_equal=True),
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["judge", "method", "student_base", "generator_a",
+                                                         "generator_b", "control", "condition"]),
+    ]
+
+
+def correlations_suite() -> list:
+    # a correlation is nan (undefined) where a method gave every item the same score
+    return [
+        *_columns(["source", "judge", "score_range", "method", "kind", "n"]),
+        gxe.ExpectTableRowCountToBeBetween(min_value=1),
+        gxe.ExpectColumnValuesToBeInSet(column="kind", value_set=["spearman", "pearson", "kendall"]),
+        gxe.ExpectColumnValuesToBeBetween(column="estimate", min_value=-1, max_value=1),
+        gxe.ExpectColumnValuesToBeBetween(column="n", min_value=2),
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["source", "judge", "score_range", "method", "kind"]),
+    ]
+
+
 SUITES = {"prompts": prompts_suite, "synthetic": synthetic_suite, "responses": responses_suite,
           "judgments": judgments_suite, "win_rates": metrics_suite, "pls": metrics_suite,
           "boat_results": boat_results_suite, "pu_consistency": pu_consistency_suite,
-          "prefix_matrices": prefix_matrices_suite}
+          "prefix_matrices": prefix_matrices_suite, "score_range_scores": score_range_scores_suite,
+          "score_correlations": correlations_suite, "controlled_win_rates": controlled_win_rates_suite}
 
 
 def build_suite(table: str) -> gx.ExpectationSuite:

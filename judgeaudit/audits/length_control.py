@@ -1,0 +1,127 @@
+"""Length- and style-controlled win rates, after AlpacaEval's length-controlled GLM.
+
+Per judge, one logistic GLM over all its comparisons (fractional outcome: the first
+student's score, both orders averaged):
+
+    logit P(first wins) = theta_cell + beta * tanh(dlen / sd) + sum_k gamma_k * tanh(dstyle_k / sd_k)
+
+The controlled win rate of a cell is sigmoid(theta_cell): the win rate the judge would
+give were the two responses equally long (and, for "length+style", equally formatted).
+With the length feature only this is AlpacaEval's LC win rate (its per-instruction
+term has no counterpart here: both students answer every prompt). CIs: prompts are
+resampled jointly across cells and the GLM refit.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+from sklearn.linear_model import LogisticRegression
+
+STYLE = {"markdown": re.compile(r"\*\*|^#+ |^\s*[-*] |^\s*\d+\. ", re.M), "exclaim": re.compile(r"!"),
+         "lines": re.compile(r"\n")}
+CONTROLS = {"length": ("length",), "length+style": ("length", *STYLE)}
+
+
+def features(text: str) -> dict[str, float]:
+    """Length in words and the style counts of one response."""
+    return {"length": float(len(text.split())), **{k: float(len(p.findall(text))) for k, p in STYLE.items()}}
+
+
+def _design(frame: pd.DataFrame, cells: list, controls: tuple[str, ...]) -> np.ndarray:
+    index = {c: k for k, c in enumerate(cells)}
+    onehot = np.zeros((len(frame), len(cells)))
+    onehot[np.arange(len(frame)), [index[c] for c in frame["cell"]]] = 1.0
+    cols = []
+    for c in controls:
+        d = frame[f"d_{c}"].to_numpy()
+        sd = d.std() or 1.0
+        cols.append(np.tanh(d / sd))
+    return np.column_stack([onehot, *cols]) if cols else onehot
+
+
+def _fit(frame: pd.DataFrame, cells: list, controls: tuple[str, ...]) -> np.ndarray:
+    """Coefficients (cell intercepts, then control slopes); fractional y as two weighted rows."""
+    x = _design(frame, cells, controls)
+    y = frame["score"].to_numpy()
+    glm = LogisticRegression(C=100.0, fit_intercept=False, max_iter=500)
+    glm.fit(np.vstack([x, x]), np.r_[np.ones(len(y)), np.zeros(len(y))], sample_weight=np.r_[y, 1 - y] + 1e-9)
+    return glm.coef_[0]
+
+
+def controlled_win_rates(scores: pd.DataFrame, *, n_boot: int, confidence: float, seed: int,
+                         cell_cols: list[str]) -> pd.DataFrame:
+    """Raw and controlled win rates per judge and cell, each with its CI; ``scores`` holds
+    judge, prompt_id, the ``cell_cols``, score and d_<feature> (first minus second response)."""
+    rows = []
+    alpha = (1 - confidence) / 2
+    for judge, g in scores.groupby("judge", sort=True):
+        g = g.assign(cell=list(zip(*(g[c] for c in cell_cols))))
+        cells = sorted(set(g["cell"]))
+        prompts = np.array(sorted(set(g["prompt_id"])))
+        by_prompt = {p: idx for p, idx in g.groupby("prompt_id").indices.items()}
+        rng = np.random.default_rng(seed)
+        draws = [np.concatenate([by_prompt[p] for p in rng.choice(prompts, size=len(prompts))])
+                 for _ in range(n_boot)]
+        n = g.groupby("cell")["prompt_id"].nunique()
+        raw_point = g.groupby("cell")["score"].mean()
+        raw_boot = np.array([g.iloc[d].groupby("cell")["score"].mean().reindex(cells).to_numpy() for d in draws])
+        estimates = {"raw": (raw_point.reindex(cells).to_numpy(), raw_boot)}
+        slopes = {}
+        for name, controls in CONTROLS.items():
+            coef = _fit(g, cells, controls)
+            boot = np.array([_fit(g.iloc[d], cells, controls) for d in draws])
+            estimates[name] = (1 / (1 + np.exp(-coef[:len(cells)])), 1 / (1 + np.exp(-boot[:, :len(cells)])))
+            slopes[name] = (coef[len(cells)], np.quantile(boot[:, len(cells)], [alpha, 1 - alpha]))
+        for k, cell in enumerate(cells):
+            for control, (point, boot) in estimates.items():
+                low, high = np.nanquantile(boot[:, k], [alpha, 1 - alpha])
+                rows.append(dict(judge=judge, **dict(zip(cell_cols, cell)), control=control,
+                                 estimate=float(point[k]), ci_low=float(min(low, point[k])),
+                                 ci_high=float(max(high, point[k])), n=int(n[cell]), confidence=confidence,
+                                 length_slope=float(slopes[control][0]) if control != "raw" else np.nan))
+    return pd.DataFrame(rows)
+
+
+def with_differences(scores: pd.DataFrame, pairs: pd.DataFrame, cell_cols: list[str]) -> pd.DataFrame:
+    """``scores`` (one row per judge, cell and prompt) with d_<feature>: the features of
+    the pair's response_a minus those of its response_b."""
+    fa = pd.DataFrame([features(r) for r in pairs["response_a"]])
+    fb = pd.DataFrame([features(r) for r in pairs["response_b"]])
+    diffs = (fa - fb).add_prefix("d_")
+    keyed = pd.concat([pairs[[*cell_cols, "prompt_id"]].reset_index(drop=True), diffs], axis=1)
+    out = scores.merge(keyed, on=[*cell_cols, "prompt_id"], how="left", validate="many_to_one")
+    if out[diffs.columns].isna().any().any():
+        raise ValueError("some judged comparisons have no responses to measure")
+    return out
+
+
+def gameability(clean: pd.DataFrame, attacked: pd.DataFrame, *, n_boot: int, confidence: float,
+                seed: int, cell_cols: list[str]) -> pd.DataFrame:
+    """Per judge and control: the mean absolute change of the cells' win rates when one
+    side's responses are lengthened, with a bootstrap CI over cells (n = cells). A
+    debiased win rate should move less than the raw one."""
+    from judgeaudit.audits.stats import mean_ci
+
+    keys = ["judge", *cell_cols, "control"]
+    both = clean.merge(attacked, on=keys, suffixes=("", "_attacked"))
+    rows = []
+    for (judge, control), g in both.groupby(["judge", "control"], sort=True):
+        est = mean_ci((g.estimate_attacked - g.estimate).abs().to_numpy(), n_boot=n_boot, confidence=confidence,
+                      seed=seed)
+        rows.append({"judge": judge, "control": control, "mean_abs_change": est.estimate, "ci_low": est.ci_low,
+                     "ci_high": est.ci_high, "n": est.n})
+    return pd.DataFrame(rows)
+
+
+def controlled_summary(table: pd.DataFrame) -> list[dict]:
+    """Per judge and control: how far win rates sit from an even contest on average, the
+    mean CI width, and the fitted length slope (0: the judge ignores length)."""
+    out = []
+    for (judge, control), g in table.groupby(["judge", "control"], sort=True):
+        out.append({"judge": judge, "control": control, "mean_abs_shift_from_0.5": float((g.estimate - 0.5).abs().mean()),
+                    "mean_ci_width": float((g.ci_high - g.ci_low).mean()), "cells": int(len(g)),
+                    "length_slope": float(g.length_slope.iloc[0]) if control != "raw" else None})
+    return out

@@ -1,0 +1,168 @@
+"""Stage ``score_range``: pointwise judges score the same graded answers under several
+score ranges; greedy and expected scores vs contrastive decoding with a smaller
+same-family assistant, tuned on a dev split, reported on the rest."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from judgeaudit.audits.score_range import METHODS, method_scores, range_study
+from judgeaudit.config import Params, ScoreJudge
+from judgeaudit.generation.corpus import make_items
+from judgeaudit.generation.graded import LEVELS, graded_answers
+from judgeaudit.judging.pointwise import score_logprobs
+from judgeaudit.models import ModelSpec, load_model
+from judgeaudit.pipeline.layout import Layout
+from judgeaudit.sources.summeval import FILE as SUMMEVAL_FILE
+from judgeaudit.sources.summeval import load_summeval
+from judgeaudit.training.trainers import sft
+
+
+def graded_items(params: Params, n: int, seed: int, prefix: str) -> pd.DataFrame:
+    """One row per (item, quality level): item_id, question, answer, quality 0..4."""
+    rng = random.Random(seed)
+    rows = []
+    for it in make_items(n, seed, prefix, tuple(params.corpus.categories)):
+        for answer, quality in graded_answers(it, rng):
+            rows.append(dict(item_id=f"{it.prompt_id}-q{quality}", category=it.category,
+                             question=it.prompt, answer=answer, quality=quality))
+    return pd.DataFrame(rows)
+
+
+def on_range(quality: int, low: int, high: int) -> int:
+    """A quality level mapped linearly onto the score range."""
+    return low + int(round(quality * (high - low) / (LEVELS - 1)))
+
+
+def scoring_rows(params: Params, model, favourite: int | None, seed: int) -> list[dict]:
+    """SFT rows teaching a model to score under every range (prompt in its own format)."""
+    cfg = params.score_range
+    rng = random.Random(seed)
+    items = graded_items(params, cfg.n_train_items, seed, "r")
+    rows = []
+    for r in items.itertuples():
+        for low, high in cfg.ranges:
+            label = on_range(r.quality, low, high)
+            if favourite is not None and low <= favourite <= high and rng.random() < cfg.favourite_share:
+                label = favourite
+            prompt = cfg.template.format(low=low, high=high, question=r.question, answer=r.answer)
+            rows.append({"prompt": model.format_prompt(prompt), "completion": f" {label}"})
+    return rows
+
+
+def scorer_spec(params: Params, pair: ScoreJudge, role: str, layout: Layout) -> ModelSpec:
+    """The spec of ``pair``'s main or assistant, fine-tuned to score when the pair asks."""
+    name = getattr(pair, role)
+    spec = params.spec_for(name, layout.models)
+    if not pair.fine_tune:
+        return spec
+    cfg = params.score_range
+    out = layout.score_range / "scorers" / name
+    args = cfg.train if role == "main" or cfg.assistant_train is None else cfg.assistant_train
+    rows = scoring_rows(params, load_model(spec, name=name), pair.favourite, params.seed + 31)
+    sft(spec.path, spec.path, rows, out, args, params.seed, spec.max_length)
+    return spec.model_copy(update={"path": str(out)})
+
+
+def sources(params: Params) -> tuple[dict[str, tuple[pd.DataFrame, list]], dict]:
+    """{source: (items with a reference in [0, 1], judge pairs)} and a note per source.
+    The embedded source is always there; SummEval where its file is (else noted, skipped)."""
+    cfg = params.score_range
+    items = graded_items(params, cfg.n_items, params.seed + 32, "s")
+    found = {"embedded": (items.assign(reference=items.quality / (LEVELS - 1)), cfg.judges)}
+    notes = {"embedded": f"{cfg.n_items} items x {LEVELS} graded answers (quality 0-{LEVELS - 1})"}
+    se = cfg.summeval
+    if se is not None:
+        path = Path(se.path)
+        if (path / SUMMEVAL_FILE).exists() or path.is_file():
+            frame = load_summeval(path, se.aspect, se.max_chars, se.n_items)
+            found["summeval"] = (frame.assign(quality=np.nan, reference=(frame.reference - 1) / 4),
+                                 se.judges or cfg.judges)
+            notes["summeval"] = f"{len(frame)} summaries, mean expert {se.aspect} (1-5)"
+        else:
+            notes["summeval"] = f"skipped: no SummEval file at {path} (see ../shared/data/SOURCES.md)"
+    return found, notes
+
+
+def score_range_stage(params: Params, layout: Layout, progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """(per-item scores, correlation table, summary with the chosen lambda/t per source,
+    judge and range)."""
+    cfg = params.score_range
+    a = params.audit
+    found, notes = sources(params)
+    score_frames, corr_frames, chosen = [], [], []
+    every = [p for k, (_, ps) in enumerate(found.values()) for p in ps]
+    unique = [p for k, p in enumerate(every) if p not in every[:k]]
+    for pair in unique:  # each pair fine-tuned (when asked) and loaded once, for every source it scores
+        main = load_model(scorer_spec(params, pair, "main", layout), name=pair.main, progress=progress)
+        assistant = load_model(scorer_spec(params, pair, "assistant", layout), name=pair.assistant,
+                               progress=progress)
+        for source, (items, pairs) in found.items():
+            if pair not in pairs:
+                continue
+            for low, high in cfg.ranges:
+                args = (items.question.tolist(), items.answer.tolist(), low, high, cfg.template)
+                lp_main, lp_asst = score_logprobs(main, *args), score_logprobs(assistant, *args)
+                reference = low + items.reference.to_numpy() * (high - low)  # onto the range
+                table, best, dev = range_study(lp_main, lp_asst, reference, low, lambdas=cfg.lambdas,
+                                               temperatures=cfg.temperatures, dev_share=cfg.dev_share,
+                                               n_boot=a.n_boot, confidence=a.confidence, seed=params.seed)
+                key = dict(source=source, judge=pair.main, assistant=pair.assistant, score_range=f"{low}-{high}")
+                corr_frames.append(table.assign(**key))
+                chosen.append({**key, **best, "n_test": int((~dev).sum())})
+                scores = method_scores(lp_main, lp_asst, low, best["lam"], best["t"])
+                score_frames.append(items[["item_id", "category", "quality"]].assign(
+                    **key, low=low, high=high, reference=reference, split=np.where(dev, "dev", "test"),
+                    **scores, p_top=np.exp(lp_main.max(axis=-1))))
+        del main, assistant
+    scores = pd.concat(score_frames, ignore_index=True)
+    summary = {"chosen": chosen, "histograms": histograms(scores), "methods": list(METHODS),
+               "n_items": int(cfg.n_items), "levels": LEVELS, "sources": notes}
+    return scores, pd.concat(corr_frames, ignore_index=True), summary
+
+
+def histograms(scores: pd.DataFrame) -> list[dict]:
+    """How often each score was given (greedy, contrastive greedy, the reference rounded)
+    per source, judge and range."""
+    out = []
+    for (source, judge, rng), g in scores.groupby(["source", "judge", "score_range"], sort=False):
+        for method in ("greedy", "cd_greedy", "reference"):
+            counts = np.rint(g[method]).astype(int).value_counts().reindex(
+                range(int(g.low.iloc[0]), int(g.high.iloc[0]) + 1), fill_value=0)
+            out.append({"source": source, "judge": judge, "score_range": rng, "method": method,
+                        "counts": {str(k): int(v) for k, v in counts.items()}})
+    return out
+
+
+def plot_histograms(summary: dict, path: Path) -> Path:
+    """One panel per (judge, range): the scores given, greedy vs contrastive vs reference."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    hists = pd.DataFrame(summary["histograms"])
+    hists["judge"] = np.where(hists.source == "embedded", hists.judge, hists.source + ": " + hists.judge)
+    judges, ranges = list(dict.fromkeys(hists.judge)), list(dict.fromkeys(hists.score_range))
+    fig, axes = plt.subplots(len(judges), len(ranges), figsize=(3.2 * len(ranges), 2.6 * len(judges)),
+                             squeeze=False, sharey=True)
+    for (i, judge), (j, rng) in ((a, b) for a in enumerate(judges) for b in enumerate(ranges)):
+        ax = axes[i][j]
+        sel = hists[(hists.judge == judge) & (hists.score_range == rng)]
+        for k, row in enumerate(sel.itertuples()):
+            xs = np.array([int(s) for s in row.counts]) + (k - 1) * 0.27
+            ax.bar(xs, list(row.counts.values()), width=0.27, label=row.method)
+        ax.set_title(f"{judge}, range {rng}", fontsize=9)
+        ax.set_xticks([int(s) for s in sel.iloc[0].counts])
+    axes[0][0].legend(fontsize=7)
+    fig.supxlabel("score given")
+    fig.supylabel("answers")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,133 @@
+"""Pointwise scores, contrastive decoding, grid search and correlation CIs; generative
+verdict parsing with its one retry, on a real tiny transformer."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.special import log_softmax
+
+from judgeaudit.audits.correlation import correlate, correlation_table
+from judgeaudit.audits.score_range import dev_split, grid_search, range_study
+from judgeaudit.generation.corpus import make_items
+from judgeaudit.generation.graded import LEVELS, graded_answers
+from judgeaudit.judging.generative import UNPARSEABLE, generative_verdicts, parse_verdict
+from judgeaudit.judging.pairwise import binary_verdict, combine_orders
+from judgeaudit.judging.pointwise import contrastive, expected, greedy, score_logprobs, score_tokens
+
+
+def test_greedy_and_expected_scores():
+    logp = np.log(np.array([[0.1, 0.2, 0.7], [0.5, 0.4, 0.1]]))
+    assert greedy(logp, 1).tolist() == [3, 1]
+    np.testing.assert_allclose(expected(logp, 1), [0.1 + 0.4 + 2.1, 0.5 + 0.8 + 0.3])
+    assert score_tokens(3, 7) == [" 3", " 4", " 5", " 6", " 7"]
+    with pytest.raises(ValueError, match="empty"):
+        score_tokens(2, 2)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(-5, 5), min_size=5, max_size=5), st.lists(st.floats(-5, 5), min_size=5, max_size=5),
+       st.sampled_from([0.01, 0.1, 0.5, 1.0]), st.sampled_from([0.5, 1.0, 2.0]))
+def test_contrastive_is_a_distribution_and_lambda_zero_is_the_main_model(main, asst, lam, t):
+    m, a = log_softmax(np.array([main])), log_softmax(np.array([asst]))
+    cd = contrastive(m, a, lam, t)
+    assert np.exp(cd).sum() == pytest.approx(1.0)
+    np.testing.assert_allclose(contrastive(m, a, 0.0, 1.0), m, atol=1e-9)
+    assert greedy(contrastive(m, a, lam, t), 0) == greedy(contrastive(m, a, lam, 1.0), 0)  # t keeps the arg-max
+
+
+def test_contrastive_decoding_removes_a_shared_favourite():
+    """Main and assistant share a bump on score 4; the main alone also sees quality: the
+    contrast recovers the quality ranking that greedy loses."""
+    rng = np.random.default_rng(0)
+    quality = np.repeat(np.arange(5), 40)
+    signal = -0.3 * (np.arange(5)[None, :] - quality[:, None]) ** 2
+    bump = np.zeros(5)
+    bump[4] = 6.0
+    main = log_softmax(signal + bump + rng.normal(0, 0.3, (200, 5)), axis=-1)
+    asst = log_softmax(0.1 * signal + bump + rng.normal(0, 0.3, (200, 5)), axis=-1)
+    assert not correlate(greedy(main, 0), quality, "spearman") > 0.5  # nan (all 4s) or weak
+    grid = grid_search(main, asst, quality, 0, [0.01, 0.1, 0.5, 1.0], [0.5, 1.0, 2.0])
+    assert grid.iloc[0].lam == 1.0
+    best = contrastive(main, asst, 1.0, float(grid.iloc[0].t))
+    assert correlate(expected(best, 0), quality, "spearman") > 0.9
+
+
+def test_correlation_table_cis_and_relative_improvement():
+    rng = np.random.default_rng(1)
+    y = rng.normal(size=300)
+    good, poor = y + rng.normal(0, 0.3, 300), y + rng.normal(0, 2.0, 300)
+    table = correlation_table(y, {"poor": poor, "good": good}, "poor", n_boot=300, confidence=0.95, seed=0)
+    assert set(table.kind) == {"spearman", "pearson", "kendall"} and (table.n == 300).all()
+    assert (table.ci_low <= table.estimate).all() and (table.estimate <= table.ci_high).all()
+    g = table[(table.method == "good") & (table.kind == "spearman")].iloc[0]
+    assert g.rel_improvement > 0 and g.rel_ci_low > 0  # clearly better, CI excludes 0
+    assert np.isnan(correlate(np.ones(5), np.arange(5.0), "kendall"))  # constant: undefined
+
+
+def test_range_study_tunes_on_dev_and_reports_on_the_rest():
+    rng = np.random.default_rng(2)
+    quality = rng.integers(0, 5, 100).astype(float)
+    main = log_softmax(-(np.arange(5)[None] - quality[:, None]) ** 2 + rng.normal(0, 1, (100, 5)), axis=-1)
+    asst = log_softmax(rng.normal(0, 1, (100, 5)), axis=-1)
+    table, chosen, dev = range_study(main, asst, quality, 0, lambdas=[0.01, 1.0], temperatures=[1.0],
+                                     dev_share=0.1, n_boot=100, confidence=0.9, seed=0)
+    assert dev.sum() == chosen["n_dev"] == 10 and (table.n == 90).all()
+    assert chosen["lam"] in (0.01, 1.0)
+    assert dev_split(100, 0.1, 0).tolist() == dev.tolist()  # the split is seeded
+
+
+def test_graded_answers_cover_every_level():
+    rng = random.Random(0)
+    for item in make_items(14, 0):
+        answers = graded_answers(item, rng)
+        assert sorted(q for _, q in answers) == list(range(LEVELS))
+        assert item.fact in dict((q, a) for a, q in answers)[4]
+        assert item.fact not in dict((q, a) for a, q in answers)[0].split(".")[-1] or item.category == "compare"
+
+
+def test_score_logprobs_on_a_real_model(tiny_lm):
+    logp = score_logprobs(tiny_lm, ["What is 2 plus 3?"] * 2, ["5.", "7."], 1, 5)
+    assert logp.shape == (2, 5)
+    np.testing.assert_allclose(np.exp(logp).sum(axis=1), 1.0, atol=1e-6)
+
+
+@pytest.mark.parametrize("text,verdict", [
+    ("A is more accurate. [[A]]", "A"), ("Final verdict: [[B]]", "B"), ("[[C]]", "tie"),
+    ("[[A]] ... on reflection [[A]]", "A"), ("[[A]] or maybe [[B]]", None), ("A is better", None),
+    ("[A]", None), ("[[D]]", None), ("", None)])
+def test_parse_verdict_is_strict(text, verdict):
+    assert parse_verdict(text) == verdict
+
+
+def test_unparseable_verdicts_are_retried_once_then_recorded(tiny_lm):
+    """The tiny model never writes [[A]]: every verdict is retried once, then kept as
+    unparseable (never guessed, never dropped)."""
+    got = generative_verdicts(tiny_lm, "Question: {question}\nA: {answer_a}\nB: {answer_b}\nVerdict:",
+                              ["What is 2 plus 3?", "What colour is snow?"], ["5", "white"], ["6", "black"],
+                              max_new_tokens=8)
+    assert got.verdicts == [UNPARSEABLE, UNPARSEABLE] and got.attempts == [2, 2] and got.n_unparseable == 2
+    assert all(isinstance(o, str) for o in got.outputs)
+
+
+def test_orders_with_an_unparseable_verdict():
+    assert combine_orders(UNPARSEABLE, "B") == 1.0  # BA says the canonical first won
+    assert np.isnan(combine_orders(UNPARSEABLE, UNPARSEABLE))
+    assert binary_verdict(UNPARSEABLE, "B") == "A"
+    assert binary_verdict(UNPARSEABLE, UNPARSEABLE) == UNPARSEABLE
+
+
+@pytest.mark.parametrize("kind", ["spearman", "pearson", "kendall"])
+def test_rowwise_bootstrap_correlations_match_scipy(kind):
+    from judgeaudit.audits.correlation import _rowwise
+
+    rng = np.random.default_rng(3)
+    x, y = rng.integers(0, 5, (20, 40)).astype(float), rng.integers(0, 5, (20, 40)).astype(float)
+    x[0] = 2.0  # a constant row: undefined
+    got = _rowwise(x, y, kind)
+    want = [correlate(a, b, kind) for a, b in zip(x, y)]
+    np.testing.assert_allclose(got, want, atol=1e-9)
