@@ -5,6 +5,8 @@ generative verdict ("[[A]]", no reasoning: a lower bound on its cost), and with 
 brief rationale before it (--rationale-tokens), as the seeds' judge prompt asks.
 
     python bench/judging_throughput.py [--model data/models/gen-formal] [--n 512] [--device cuda]
+    python bench/judging_throughput.py --scratch 512,8   # a wider, deeper Llama of the same
+                                                          # tokenizer (random weights: speed only)
 """
 
 from __future__ import annotations
@@ -25,6 +27,22 @@ def _naive_rate(model, prompts: list[str], new_tokens: int) -> float:
     return len(prompts) / (time.perf_counter() - t0)
 
 
+def _scratch_model(tokenizer_dir: str, hidden: int, layers: int) -> str:
+    import tempfile
+
+    from transformers import AutoTokenizer
+
+    from judgeaudit.models.scratch import build_llama
+
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir)
+    model = build_llama(tok, layers=layers, hidden=hidden, heads=max(1, hidden // 64), intermediate=4 * hidden,
+                        max_positions=512, seed=0)
+    out = tempfile.mkdtemp(prefix="bench-llama-")
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--model", default="data/models/gen-formal")
@@ -34,7 +52,12 @@ def main() -> None:
     ap.add_argument("--rationale-tokens", type=int, default=32)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--dtype", default="float32")
+    ap.add_argument("--scratch", default=None, metavar="HIDDEN,LAYERS",
+                    help="time a randomly initialised Llama of this size instead (throughput does not "
+                         "depend on the weights), built on --model's tokenizer")
     args = ap.parse_args()
+    if args.scratch:
+        args.model = _scratch_model(args.model, *map(int, args.scratch.split(",")))
     template = load_params().judge.prompt_template
     spec = ModelSpec(path=args.model, chat_template="Q: {prompt}\nA:", batch_size=args.batch_size,
                      device=args.device, dtype=args.dtype)

@@ -81,7 +81,9 @@ def controlled_win_rates(scores: pd.DataFrame, *, n_boot: int, confidence: float
                 rows.append(dict(judge=judge, **dict(zip(cell_cols, cell)), control=control,
                                  estimate=float(point[k]), ci_low=float(min(low, point[k])),
                                  ci_high=float(max(high, point[k])), n=int(n[cell]), confidence=confidence,
-                                 length_slope=float(slopes[control][0]) if control != "raw" else np.nan))
+                                 length_slope=float(slopes[control][0]) if control != "raw" else np.nan,
+                                 slope_ci_low=float(slopes[control][1][0]) if control != "raw" else np.nan,
+                                 slope_ci_high=float(slopes[control][1][1]) if control != "raw" else np.nan))
     return pd.DataFrame(rows)
 
 
@@ -117,11 +119,12 @@ def gameability(clean: pd.DataFrame, attacked: pd.DataFrame, *, n_boot: int, con
 
 
 def controlled_summary(table: pd.DataFrame) -> list[dict]:
-    """Per judge and control: how far win rates sit from an even contest on average, the
-    mean CI width, and the fitted length slope (0: the judge ignores length)."""
+    """Per judge and control: the fitted length slope with its CI (0: the judge ignores
+    length; > 0: it prefers the longer response), and the number of cells."""
     out = []
-    for (judge, control), g in table.groupby(["judge", "control"], sort=True):
-        out.append({"judge": judge, "control": control, "mean_abs_shift_from_0.5": float((g.estimate - 0.5).abs().mean()),
-                    "mean_ci_width": float((g.ci_high - g.ci_low).mean()), "cells": int(len(g)),
-                    "length_slope": float(g.length_slope.iloc[0]) if control != "raw" else None})
+    for (judge, control), g in table[table.control != "raw"].groupby(["judge", "control"], sort=True):
+        row = g.iloc[0]
+        out.append({"judge": judge, "control": control, "length_slope": float(row.length_slope),
+                    "ci_low": float(row.slope_ci_low), "ci_high": float(row.slope_ci_high),
+                    "cells": int(len(g)), "n_prompts": int(g.n.max())})
     return out

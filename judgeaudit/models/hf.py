@@ -61,9 +61,12 @@ class TransformersModel(LanguageModel):
         return ids.to(self.device), mask.to(self.device)
 
     @torch.inference_mode()
-    def _logits(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def _logits(self, ids: torch.Tensor, mask: torch.Tensor, keep: int = 0) -> torch.Tensor:
+        """Logits at every position, or (``keep`` > 0) at the last ``keep`` positions only:
+        the LM head then runs on those alone."""
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
-        return self.model(input_ids=ids, attention_mask=mask, position_ids=positions).logits.float()
+        return self.model(input_ids=ids, attention_mask=mask, position_ids=positions,
+                          logits_to_keep=keep).logits.float()
 
     def _iter(self, n: int, lengths: Sequence[int], desc: str) -> Iterator[np.ndarray]:
         # longest first: similar lengths share a batch, and an out-of-memory shows at once
@@ -117,7 +120,7 @@ class TransformersModel(LanguageModel):
         out = np.zeros(len(seqs))
         for batch in self._iter(len(seqs), [len(s) for s in seqs], "score"):
             ids, mask = self._pad([seqs[i] for i in batch])
-            logp = torch.log_softmax(self._logits(ids, mask)[:, -len(cont) - 1:-1], dim=-1)
+            logp = torch.log_softmax(self._logits(ids, mask, keep=len(cont) + 1)[:, :-1], dim=-1)
             target = ids[:, -len(cont):, None]
             out[batch] = logp.gather(-1, target)[..., 0].sum(-1).cpu().numpy()
         return out
@@ -141,7 +144,7 @@ class TransformersModel(LanguageModel):
         result = np.zeros((len(prompts), len(candidates)))
         for batch in self._iter(len(encoded), [len(e) for e in encoded], "verdict"):
             ids, mask = self._pad([encoded[i] for i in batch])
-            logp = torch.log_softmax(self._logits(ids, mask)[:, -1], dim=-1)
+            logp = torch.log_softmax(self._logits(ids, mask, keep=1)[:, -1], dim=-1)
             result[batch] = logp[:, cand_ids].cpu().numpy()
         return result
 

@@ -116,14 +116,17 @@ def calibrated_pls(params: Params, judgments: pd.DataFrame, roster: list[dict] |
 def length_controlled(params: Params, responses: pd.DataFrame, judgments: pd.DataFrame,
                       layout: Layout) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(raw, length- and length+style-controlled win rates per judge and cell, clean and
-    with every second response lengthened; how much each kind of win rate moved under
-    that attack, per judge)."""
+    with half the second responses lengthened; how much each kind of win rate moved
+    under that attack, per judge)."""
     a = params.audit
     kw = dict(n_boot=a.glm_boot, confidence=a.confidence, seed=params.seed, cell_cols=CELL)
     pairs = comparisons(responses, params.leakage.generators)
     clean = controlled_win_rates(with_differences(pair_scores(judgments), pairs, CELL), **kw)
-    # the length attack on generator_b's side of every pair: an even manipulation for every judge
-    longer = pairs.assign(response_b=attack_texts("length", pairs.response_b.tolist()))
+    # the length attack on generator_b's side of a seeded random half of the pairs, the same
+    # for every judge (lengthening every pair would leave the GLM no length contrast to fit)
+    half = np.random.default_rng(params.seed).random(len(pairs)) < 0.5
+    longer = pairs.assign(response_b=np.where(half, attack_texts("length", pairs.response_b.tolist()),
+                                              pairs.response_b))
     attacked = controlled_win_rates(with_differences(pair_scores(_judge_all(params, longer, layout)), longer, CELL),
                                     **kw)
     moved = gameability(clean, attacked, n_boot=a.n_boot, confidence=a.confidence, seed=params.seed,

@@ -82,21 +82,22 @@ def _robustness_section(robust: dict | None) -> str:
     lc_html = ""
     if robust.get("controlled_win_rates"):
         lc = pd.DataFrame(robust["controlled_win_rates"])
+        lc["length slope [CI]"] = [f"{e:+.3f} [{lo:+.3f}, {hi:+.3f}] (n={n} prompts)" for e, lo, hi, n in
+                                   zip(lc.length_slope, lc.ci_low, lc.ci_high, lc.n_prompts)]
         lc_html = ("<h2>Length- and style-controlled win rates</h2><p>Per judge, a logistic GLM of the "
                    "verdicts on each cell plus tanh-scaled length (and style) differences, after AlpacaEval's "
                    "length-controlled win rate; the controlled win rate is the cell's term alone. Per-cell "
                    "estimates with CIs in data/robustness/controlled_win_rates.parquet. A positive length "
                    "slope: the judge prefers the longer response, whatever the cell.</p>"
-                   + _fmt(lc.pivot(index="judge", columns="control",
-                                   values="mean_abs_shift_from_0.5").reset_index()
-                          .merge(lc[lc.control == "length"][["judge", "length_slope"]], on="judge")))
+                   + _fmt(lc.pivot(index="judge", columns="control", values="length slope [CI]").reset_index()))
         if robust.get("length_gameability"):
             moved = pd.DataFrame(robust["length_gameability"])
             moved["mean |Δ win rate| [CI] (n cells)"] = [
                 f"{e:.3f} [{lo:.3f}, {hi:.3f}] (n={n})" for e, lo, hi, n in
                 zip(moved.mean_abs_change, moved.ci_low, moved.ci_high, moved.n)]
-            lc_html += ("<p>Gameability: how far each kind of win rate moves when every second response "
-                        "is lengthened (the length attack), per judge.</p>"
+            lc_html += ("<p>Gameability: how far each kind of win rate moves when the second response of "
+                        "a random half of the pairs is lengthened (the length attack), per judge; a debiased "
+                        "win rate should move less.</p>"
                         + _fmt(moved.pivot(index="judge", columns="control",
                                            values="mean |Δ win rate| [CI] (n cells)").reset_index()))
     return ("<h2>Spurious-feature ablation</h2><p>PLS by tier (all methods) on the original "
