@@ -7,9 +7,12 @@ from judgeaudit.config import Scale
 
 
 def task_runner(scale: Scale):
-    """A Prefect task runner for ``scale``; None for in-process, one task after another."""
+    """A Prefect task runner for ``scale``: in-process, one task after another (models
+    stay one at a time in memory), or a Dask cluster."""
     if scale.runner == "local":
-        return None
+        from prefect.task_runners import ThreadPoolTaskRunner
+
+        return ThreadPoolTaskRunner(max_workers=1)
     from prefect_dask import DaskTaskRunner
 
     if scale.address:

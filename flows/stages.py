@@ -133,12 +133,7 @@ def judge_flow(params_path: str = "params.yaml", root: str = "data") -> int:
     params, layout = load_params(params_path), Layout(Path(root))
     responses = _read(layout.responses, "responses", layout)
     pairs = comparisons(responses, params.leakage.generators)
-    runner = task_runner(params.scale)
-    if runner is None:
-        frames = [units.judge_pairs(params, j, pairs, Path(params.spec_for(j["judge"], layout.models).path),
-                                    str(layout.root)) for j in unique_roster(params)]
-    else:
-        frames = judge_shards.with_options(task_runner=runner)(params_path, str(layout.root), pairs)
+    frames = judge_shards.with_options(task_runner=task_runner(params.scale))(params_path, str(layout.root), pairs)
     judgments = pd.concat(frames, ignore_index=True).sort_values(JUDGMENT_ORDER, kind="stable", ignore_index=True)
     return len(_publish(judgments, "judgments", "judge", layout.judgments, layout))
 
@@ -170,7 +165,8 @@ def robustness_flow(params_path: str = "params.yaml", root: str = "data") -> dic
     units.write(flips, out / "attack_flips.parquet")
     _publish(controlled, "controlled_win_rates", "robustness", out / "controlled_win_rates.parquet", layout)
     summary = {"controlled_win_rates": controlled_summary(controlled[controlled.condition == "clean"]),
-               "length_gameability": moved.to_dict("records"),"ablation": ablation.to_dict("records"), "calibration": calibration.to_dict("records"),
+               "length_gameability": moved.to_dict("records"), "ablation": ablation.to_dict("records"),
+               "calibration": calibration.to_dict("records"),
                "attack_flips": flips[flips.category == "all"].to_dict("records")}
     write_json(summary, out / "summary.json")
     return {"conditions": sorted(set(ablation.condition))}

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from judgeaudit.sources.summeval import FILE, load_summeval
+from judgeaudit.sources.summeval import FILE, summeval_items
 from judgeaudit.tables import InputError
 from tests.conftest import ROOT
 
@@ -17,7 +17,7 @@ SHARED = ROOT.parent / "shared" / "data" / "summeval"
 @pytest.mark.skipif(not (SHARED / FILE).exists(),
                     reason=f"SummEval is not in {SHARED} (see ../shared/data/SOURCES.md)")
 def test_real_summeval_file():
-    frame = load_summeval(SHARED, aspect="relevance")
+    frame = summeval_items(SHARED, aspect="relevance")
     assert len(frame) >= 1000  # 100 articles x 16 systems in the release
     assert frame.reference.between(1, 5).all() and frame.item_id.is_unique
 
@@ -28,13 +28,13 @@ def test_reader_names_file_line_and_field(tmp_path):
                                    {"coherence": 3, "consistency": 5, "fluency": 5, "relevance": 4}]}
     path = tmp_path / FILE
     path.write_text(json.dumps(good) + "\n" + json.dumps({**good, "model_id": "M12"}) + "\n")
-    frame = load_summeval(tmp_path, aspect="relevance")
+    frame = summeval_items(tmp_path, aspect="relevance")
     assert frame.reference.tolist() == [3.5, 3.5] and "An article." in frame.question[0]
     path.write_text(json.dumps(good) + "\n" + json.dumps({k: v for k, v in good.items() if k != "decoded"}))
     with pytest.raises(InputError, match=r"line 2: missing field 'decoded'"):
-        load_summeval(path)
+        summeval_items(path)
     with pytest.raises(InputError, match="unknown SummEval aspect"):
-        load_summeval(path, aspect="style")
+        summeval_items(path, aspect="style")
 
 
 def test_score_range_takes_summeval_where_its_file_is(tmp_path, tiny_params_file):

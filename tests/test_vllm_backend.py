@@ -8,7 +8,8 @@ import pytest
 
 vllm = pytest.importorskip("vllm", reason="vLLM is not installed (it needs a CUDA machine: "
                                            "`pip install vllm` on a GPU worker)")
-torch = pytest.importorskip("torch")
+import torch  # noqa: E402  (a hard dependency; only CUDA may be missing)
+
 if not torch.cuda.is_available():
     pytest.skip("vLLM is installed but no CUDA device is visible", allow_module_level=True)
 

@@ -21,6 +21,11 @@ def _device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def _sampling(temperature: float) -> dict:
+    """``generate`` kwargs: greedy at temperature 0, else pure sampling (no top-k cut)."""
+    return {"do_sample": True, "temperature": temperature, "top_k": 0} if temperature > 0 else {"do_sample": False}
+
+
 def _batches(order: np.ndarray, size: int) -> Iterator[np.ndarray]:
     for start in range(0, len(order), size):
         yield order[start:start + size]
@@ -84,12 +89,10 @@ class TransformersModel(LanguageModel):
         for batch in self._iter(len(prompts), [len(e) for e in encoded], "generate"):
             ids, mask = self._pad([encoded[i][-self.spec.max_length:] for i in batch])
             torch.manual_seed(seed)
-            sampling = {"do_sample": True, "temperature": temperature, "top_k": 0} if temperature > 0 \
-                else {"do_sample": False}
             gen = self.model.generate(
                 input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens,
                 pad_token_id=self.tokenizer.pad_token_id, eos_token_id=self.tokenizer.eos_token_id,
-                **sampling)
+                **_sampling(temperature))
             texts = self.tokenizer.batch_decode(gen[:, ids.shape[1]:], skip_special_tokens=True)
             for i, text in zip(batch, texts):
                 out[i] = text.strip()
@@ -171,12 +174,10 @@ class TransformersModel(LanguageModel):
         likely alternatives: [{"token", "logprob", "top": {token: logprob}}]."""
         ids, mask = self._pad([self._encode([prompt])[0][-self.spec.max_length:]])
         torch.manual_seed(seed)
-        sampling = {"do_sample": True, "temperature": temperature, "top_k": 0} if temperature > 0 \
-            else {"do_sample": False}
         out = self.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens,
                                   pad_token_id=self.tokenizer.pad_token_id,
                                   eos_token_id=self.tokenizer.eos_token_id, output_logits=True,
-                                  return_dict_in_generate=True, **sampling)
+                                  return_dict_in_generate=True, **_sampling(temperature))
         new = out.sequences[0, ids.shape[1]:].tolist()
         steps = []
         for tok, logits in zip(new, out.logits):

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from scipy.special import logsumexp
 from tqdm.auto import tqdm
 
 from judgeaudit.models.base import LanguageModel
@@ -23,11 +24,6 @@ from judgeaudit.models.spec import ModelSpec
 
 class EndpointError(RuntimeError):
     """The endpoint cannot give what the judging mode needs."""
-
-
-def _logsumexp(values: list[float]) -> float:
-    top = max(values)
-    return top + math.log(sum(math.exp(v - top) for v in values))
 
 
 def candidate_logprobs(top: dict[str, float], candidates: Sequence[str]) -> list[float]:
@@ -39,7 +35,7 @@ def candidate_logprobs(top: dict[str, float], candidates: Sequence[str]) -> list
     for c in candidates:
         hits = [top[c]] if c in top else [lp for tok, lp in top.items() if tok.strip() == c.strip()]
         if hits:
-            found[c] = _logsumexp(hits)
+            found[c] = float(logsumexp(hits))
     missing = [c for c in candidates if c not in found]
     if missing:
         rest = max(1e-12, 1.0 - sum(math.exp(v) for v in top.values()))

@@ -18,7 +18,7 @@ from judgeaudit.judging.pointwise import score_logprobs
 from judgeaudit.models import ModelSpec, load_model
 from judgeaudit.pipeline.layout import Layout
 from judgeaudit.sources.summeval import FILE as SUMMEVAL_FILE
-from judgeaudit.sources.summeval import load_summeval
+from judgeaudit.sources.summeval import summeval_items
 from judgeaudit.training.trainers import sft
 
 
@@ -79,7 +79,7 @@ def sources(params: Params) -> tuple[dict[str, tuple[pd.DataFrame, list]], dict]
     if se is not None:
         path = Path(se.path)
         if (path / SUMMEVAL_FILE).exists() or path.is_file():
-            frame = load_summeval(path, se.aspect, se.max_chars, se.n_items)
+            frame = summeval_items(path, se.aspect, se.max_chars, se.n_items)
             found["summeval"] = (frame.assign(quality=np.nan, reference=(frame.reference - 1) / 4),
                                  se.judges or cfg.judges)
             notes["summeval"] = f"{len(frame)} summaries, mean expert {se.aspect} (1-5)"

@@ -20,7 +20,7 @@ FILE = "model_annotations.aligned.paired.jsonl"
 QUESTION = "Summarise the following news article.\n\n{article}"
 
 
-def load_summeval(path: str | Path, aspect: str = "relevance", max_chars: int = 2000,
+def summeval_items(path: str | Path, aspect: str = "relevance", max_chars: int = 2000,
                   n_items: int | None = None) -> pd.DataFrame:
     """item_id, question, answer, reference: one row per (article, system summary); the
     reference is the mean expert score for ``aspect``. ``path``: the file or its folder."""
