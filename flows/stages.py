@@ -239,6 +239,24 @@ def score_range_flow(params_path: str = "params.yaml", root: str = "data") -> di
     return {f"{r.judge}/{r.score_range}/{r.method}": round(r.estimate, 3) for r in spearman.itertuples()}
 
 
+@flow(name="real-judges")
+def real_judges_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
+    """Recorded verdicts of real judges on public benchmarks: the report card, the
+    benchmarks' published figures recomputed, and the PU audit with its self-check."""
+    from judgeaudit.pipeline.real_judges import summary, write_audit
+
+    params, layout = load_params(params_path), Layout(Path(root))
+    out = layout.root / "real_judges"
+    if _unconfigured(params.real_judges, out):
+        return {}
+    result = units.real_judges_audit(params, str(layout.root))
+    write_audit(result, out, layout.quarantine)
+    info = summary(result)
+    for note in result.notes:
+        get_run_logger().warning(note)
+    return {"rows": info["rows"], "published_figures": info["published_figures"]}
+
+
 @flow(name="report")
 def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
     """HTML + JSON report, and the same as Prefect artifacts."""
@@ -264,8 +282,17 @@ def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
     score_range = ({"summary": json.loads((layout.score_range / "summary.json").read_text()),
                     "correlations": _read(corr_file, "score_correlations", layout),
                     "histograms_png": layout.score_range / "histograms.png"} if corr_file.exists() else None)
+    judges_dir = layout.root / "real_judges"
+    info = json.loads((judges_dir / "summary.json").read_text()) if (judges_dir / "summary.json").exists() else {}
+    judges = None
+    if info:  # configured: its leaderboard, or the notes saying why there is none
+        rows = info["rows"] > 0
+        judges = {"card": _read(judges_dir / "judge_quality.parquet", "judge_quality", layout) if rows
+                  else pd.DataFrame(), "reproduction": pd.read_parquet(judges_dir / "reproduction.parquet"),
+                  "pu": pd.read_parquet(judges_dir / "pu_consistency.parquet"),
+                  "headline": pd.DataFrame(info["headline"]), "notes": info["notes"]}
     paths = write_report(wr, pls, summary, responses, layout.report, boat=boat, pu=pu, prefix=prefix,
-                         robustness=robust, score_range=score_range)
+                         robustness=robust, score_range=score_range, judges=judges)
     table = summary_table(pls)
     create_markdown_artifact(key="preference-leakage",
                              markdown="# Preference leakage (PLS, 95% CI, n prompts)\n\n"
@@ -278,7 +305,7 @@ STAGES = {"bootstrap": bootstrap_flow, "generate": generate_flow, "train": train
           "respond": respond_flow, "judge": judge_flow, "audit": audit_flow,
           "robustness": robustness_flow, "boat": boat_flow,
           "pu": pu_flow, "prefix": prefix_flow, "score_range": score_range_flow,
-          "report": report_flow}
+          "real_judges": real_judges_flow, "report": report_flow}
 
 
 @flow(name="full-audit")

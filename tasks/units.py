@@ -9,8 +9,8 @@ import pandas as pd
 from prefect import task
 
 from judgeaudit.config import Params
-from judgeaudit.pipeline import (audit, boat, bootstrap, generate, judge, prefix, pu_default, robustness,
-                                 score_range, students)
+from judgeaudit.pipeline import (audit, boat, bootstrap, generate, judge, prefix, pu_default, real_judges,
+                                 robustness, score_range, students)
 from judgeaudit.pipeline.layout import Layout
 from judgeaudit.schemas.validate import validate_table
 from judgeaudit.tables import write_table
@@ -102,6 +102,12 @@ def robustness_audit(params: Params, responses: pd.DataFrame, judgments: pd.Data
             robustness.attack_flips(params, responses, judgments, layout),
             robustness.calibrated_pls(params, judgments),
             *robustness.length_controlled(params, responses, judgments, layout))
+
+
+@task(retries=1, retry_delay_seconds=5)
+def real_judges_audit(params: Params, root: str) -> real_judges.VerdictAudit:
+    """Not cached by Prefect: its inputs are files outside the project (DVC decides reruns)."""
+    return real_judges.real_judges_stage(params, Path(root))
 
 
 @task(task_run_name="validate-{table}")

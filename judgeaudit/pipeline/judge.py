@@ -10,9 +10,8 @@ import pandas as pd
 
 from judgeaudit.attacks.rewriter import attack_texts
 from judgeaudit.config import Params
-from judgeaudit.judging.generative import UNPARSEABLE, generative_verdicts
-from judgeaudit.judging.pairwise import (binary_verdict, likelihood_scores, prompted_probabilities,
-                                         verdict_from_margin)
+from judgeaudit.judging.both_orders import verdicts_both_orders
+from judgeaudit.judging.pairwise import binary_verdict
 from judgeaudit.models import load_model
 from judgeaudit.pipeline.layout import Layout
 
@@ -42,51 +41,13 @@ def judge_pairs(params: Params, judge: dict, pairs: pd.DataFrame, layout: Layout
     name = judge["judge"]
     mode = params.judge.modes.get(name, params.judge.mode)
     model = load_model(params.spec_for(name, layout.models), name=name, progress=progress)
-    j = params.judge
-    if mode == "generative":
-        orders = _generative_orders(params, pairs, model)
-    else:
-        if mode == "likelihood":
-            # order-free: score each distinct (prompt, response) once, compare the scores
-            uniq = pd.concat([pairs[["prompt", "response_a"]].set_axis(["prompt", "response"], axis=1),
-                              pairs[["prompt", "response_b"]].set_axis(["prompt", "response"], axis=1)]
-                             ).drop_duplicates().reset_index(drop=True)
-            uniq["s"] = likelihood_scores(model, uniq["prompt"].tolist(), uniq["response"].tolist(),
-                                          j.normalise)
-            lookup = uniq.set_index(["prompt", "response"])["s"]
-            sa = lookup.loc[list(zip(pairs["prompt"], pairs["response_a"]))].to_numpy()
-            sb = lookup.loc[list(zip(pairs["prompt"], pairs["response_b"]))].to_numpy()
-            margins = {"AB": sa - sb, "BA": sb - sa}
-        else:
-            args = (model, j.prompt_template, pairs["prompt"].tolist())
-            p_ab = prompted_probabilities(*args, pairs["response_a"].tolist(), pairs["response_b"].tolist(),
-                                          j.verdict_tokens)
-            p_ba = prompted_probabilities(*args, pairs["response_b"].tolist(), pairs["response_a"].tolist(),
-                                          j.verdict_tokens)
-            margins = {"AB": np.log(p_ab) - np.log1p(-p_ab), "BA": np.log(p_ba) - np.log1p(-p_ba)}
-        orders = {o: dict(verdict=verdict_from_margin(m, j.tie_margin),
-                          p_a=1.0 / (1.0 + np.exp(-np.clip(m, -50, 50)))) for o, m in margins.items()}
+    orders = verdicts_both_orders(model, mode, params.judge, pairs["prompt"], pairs["response_a"],
+                                  pairs["response_b"], seed=params.seed)
     keep = ["method", "student_base", "prompt_id", "student_a", "student_b", "generator_a", "generator_b"]
     return pd.concat([pairs[keep].assign(judge=name, tier=judge["tier"],
                                          related_generator=judge["related_generator"] or "", mode=mode,
                                          order=order, **columns)
                       for order, columns in orders.items()], ignore_index=True)
-
-
-_P_A = {"A": 1.0, "B": 0.0, "tie": 0.5, UNPARSEABLE: float("nan")}
-
-
-def _generative_orders(params: Params, pairs: pd.DataFrame, model) -> dict[str, dict]:
-    """Per order, the generative verdicts' columns; unparseable ones stay, as such, with the output."""
-    j = params.judge
-    orders = {}
-    for order, (first, second) in (("AB", ("response_a", "response_b")), ("BA", ("response_b", "response_a"))):
-        got = generative_verdicts(model, j.generative_template, pairs["prompt"].tolist(), pairs[first].tolist(),
-                                  pairs[second].tolist(), max_new_tokens=j.max_new_tokens,
-                                  retry_temperature=j.retry_temperature, seed=params.seed)
-        orders[order] = dict(verdict=got.verdicts, p_a=[_P_A[v] for v in got.verdicts], attempts=got.attempts,
-                             output=got.outputs)
-    return orders
 
 
 def binary_verdicts(judgments: pd.DataFrame, key: list[str]) -> pd.Series:

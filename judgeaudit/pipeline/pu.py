@@ -1,5 +1,6 @@
-"""The PU audit on JudgeBench: every real judge's verdicts, ground truth standing in for
-human labels, a frozen encoder for F(x, o)."""
+"""The PU audit on JudgeBench (``judgeaudit pu-audit``): every judge in the folder, on
+every response model's pairs it judged, ground truth standing in for human labels, a
+frozen encoder for F(x, o)."""
 
 from __future__ import annotations
 
@@ -10,17 +11,9 @@ import numpy as np
 import pandas as pd
 
 from judgeaudit.audits.pu_audit import PUConfig, consistency_table, improvement_vectors, run_pu_audit
+from judgeaudit.audits.pu_verdicts import binary_items, texts_for
 from judgeaudit.models.encoder import Encoder
-from judgeaudit.sources.judgebench import load_judges, load_pairs
-
-
-def encode_pairs(pairs: pd.DataFrame, encoder: Encoder, question_chars: int = 400,
-                 answer_chars: int = 1500) -> tuple[np.ndarray, np.ndarray]:
-    """F(x, o) for both responses: the question's start and the response's end (where
-    final answers sit), within the encoder's window."""
-    def texts(col: str) -> list[str]:
-        return [f"{q[:question_chars]}\n\n{r[-answer_chars:]}" for q, r in zip(pairs["question"], pairs[col])]
-    return encoder.embed(texts("response_a")), encoder.embed(texts("response_b"))
+from judgeaudit.sources.judgebench import read_judgebench
 
 
 def judgebench_pu_audit(root: str | Path, encoder: Encoder, cfg: PUConfig, *, n_boot: int = 2000,
@@ -28,18 +21,21 @@ def judgebench_pu_audit(root: str | Path, encoder: Encoder, cfg: PUConfig, *, n_
                         ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(consistency per judge and question type, sensitivity to p_ratio and m, per-item
     results of every split) for every judge in the JudgeBench folder ``root``."""
-    pairs = load_pairs(root)
-    emb_a, emb_b = encode_pairs(pairs, encoder)
-    tables, sens, items = [], [], []
-    for judge, verdicts in load_judges(root).groupby("judge", sort=True):
-        frame = pairs.merge(verdicts, on="pair_id", how="inner")
-        index = pairs.reset_index().set_index("pair_id").loc[frame["pair_id"], "index"].to_numpy()
-        z = improvement_vectors(emb_a[index], emb_b[index], frame["verdict"])
+    table, _ = read_judgebench(root)
+    items, _ = binary_items(table)
+    texts = sorted(set(texts_for(items, "response_a")) | set(texts_for(items, "response_b")))
+    vectors = dict(zip(texts, encoder.embed(texts)))
+    tables, sens, per_item = [], [], []
+    for judge, frame in items.groupby("judge", sort=True):
+        frame = frame.reset_index(drop=True)
+        emb_a = np.stack([vectors[t] for t in texts_for(frame, "response_a")])
+        emb_b = np.stack([vectors[t] for t in texts_for(frame, "response_b")])
+        z = improvement_vectors(emb_a, emb_b, frame["verdict"])
         results = run_pu_audit(frame, z, cfg)
         centred = z - z.mean(axis=0)
         coords = centred @ np.linalg.svd(centred, full_matrices=False)[2][:2].T  # PCA to 2-D
         proj = pd.DataFrame({"pair_id": frame["pair_id"], "pc1": coords[:, 0], "pc2": coords[:, 1]})
-        items.append(results.merge(proj, on="pair_id").assign(judge=judge))
+        per_item.append(results.merge(proj, on="pair_id").assign(judge=judge))
         tables.append(consistency_table(results, n_boot=n_boot, confidence=confidence,
                                         seed=cfg.seed).assign(judge=judge))
         if sensitivity:
@@ -52,4 +48,4 @@ def judgebench_pu_audit(root: str | Path, encoder: Encoder, cfg: PUConfig, *, n_
                                  "cons_orig": overall.cons_orig, "cons_adj": overall.cons_adj,
                                  "flip_rate": overall.flip_rate, "n_pairs": overall.n_pairs})
     return (pd.concat(tables, ignore_index=True), pd.DataFrame(sens),
-            pd.concat(items, ignore_index=True))
+            pd.concat(per_item, ignore_index=True))

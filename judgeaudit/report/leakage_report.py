@@ -229,9 +229,16 @@ def _score_range_section(score_range: dict | None, out_dir: Path) -> str:
 def write_report(wr: pd.DataFrame, pls: pd.DataFrame, summary: dict, responses: pd.DataFrame,
                  out_dir: Path, boat: dict | None = None, pu: dict | None = None,
                  prefix: dict | None = None, robustness: dict | None = None,
-                 score_range: dict | None = None) -> dict[str, Path]:
-    """Write report.html, report.json and the plots into ``out_dir``."""
+                 score_range: dict | None = None, judges: dict | None = None) -> dict[str, Path]:
+    """Write report.html, report.json and the plots into ``out_dir``. ``judges``: the real
+    judges' leaderboard (card, reproduction, pu, headline, notes), shown first."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    judges_html = ""
+    if judges is not None:
+        from judgeaudit.report.judge_report import leaderboard_section
+
+        judges_html = leaderboard_section(judges["card"], judges["reproduction"], judges["pu"],
+                                          judges["headline"], judges["notes"], out_dir)
     prefix_html = _prefix_section(prefix, out_dir)
     pls_png = plot_pls(pls, out_dir / "pls_by_tier.png")
     wr_png = plot_win_rates(wr, out_dir / "win_rates.png")
@@ -242,7 +249,9 @@ def write_report(wr: pd.DataFrame, pls: pd.DataFrame, summary: dict, responses: 
     body = f"""<!doctype html><html><head><meta charset="utf-8"><title>judgeaudit: preference leakage</title>
 <style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto}} table.t{{border-collapse:collapse;font-size:12px}}
 table.t td,table.t th{{padding:2px 6px;border-bottom:1px solid #ddd}}</style></head><body>
-<h1>Preference leakage audit</h1>
+<h1>judgeaudit report</h1>
+{judges_html}
+<h1>Preference leakage audit (embedded experiment)</h1>
 <p>Seed {summary['seed']}; {summary['n_judgments']} judgments; bootstrap {summary['n_boot']} resamples over
 eval prompts, {int(summary['confidence'] * 100)}% percentile CIs; n = number of eval prompts per figure.
 Position consistency of verdicts across the two presentation orders: {summary['position_consistency']:.3f}.</p>
@@ -264,6 +273,8 @@ Position consistency of verdicts across the two presentation orders: {summary['p
                "boat": boat or {}, "pu": pu or {}, "robustness": robustness or {},
                "prefix": {"summary": prefix["summary"], "matrices": prefix["matrices"].to_dict("records")}
                if prefix else {},
+               "real_judges": {"headline": judges["headline"].to_dict("records"), "notes": judges["notes"]}
+               if judges else {},
                "score_range": {"summary": score_range["summary"],
                                "correlations": score_range["correlations"].to_dict("records")}
                if score_range else {}}

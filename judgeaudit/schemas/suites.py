@@ -149,11 +149,49 @@ def correlations_suite() -> list:
     ]
 
 
+def judgment_table_suite() -> list:
+    """The general judgment table (sources/judgment_table.py): verdicts in the original
+    labelling, one per (item, judge, strategy, order)."""
+    return [
+        *_columns(["source", "subset", "item_id", "judge", "strategy", "order", "verdict"]),
+        *[gxe.ExpectColumnToExist(column=c) for c in ("prompt", "response_1", "response_2", "model_1", "model_2",
+                                                      "p_1", "label", "human_labels", "raw_output")],
+        gxe.ExpectTableRowCountToBeBetween(min_value=1),
+        gxe.ExpectColumnValuesToBeInSet(column="order", value_set=["1", "2"]),
+        gxe.ExpectColumnValuesToBeInSet(column="verdict", value_set=["1", "2", "tie", "unparseable"]),
+        gxe.ExpectColumnValuesToBeInSet(column="label", value_set=["1", "2", "tie"]),  # nulls: no label
+        gxe.ExpectColumnValuesToBeBetween(column="p_1", min_value=0.0, max_value=1.0),
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["source", "subset", "item_id", "judge", "strategy",
+                                                         "order"]),
+    ]
+
+
+def judge_quality_suite() -> list:
+    """The judge report card: one row per figure, kappa in [-1, 1], the rest in [-0.5, 1]."""
+    return [
+        *_columns(["source", "subset", "judge", "strategy", "metric", "n"]),
+        *[gxe.ExpectColumnToExist(column=c) for c in ("estimate", "ci_low", "ci_high")],
+        gxe.ExpectTableRowCountToBeBetween(min_value=1),
+        gxe.ExpectColumnValuesToBeInSet(column="metric", value_set=[
+            "accuracy", "accuracy_order1", "accuracy_order2", "accuracy_both", "positional_agreement",
+            "position_bias", "kappa_label", "kappa_orders", "macro_f1", "macro_precision", "macro_recall",
+            "longer_chosen", "kappa_humans", "unparseable_rate"]),
+        gxe.ExpectColumnValuesToBeBetween(column="estimate", min_value=-1.0, max_value=1.0),
+        gxe.ExpectColumnValuesToBeBetween(column="n", min_value=0),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="ci_high", column_B="estimate", or_equal=True,
+                                                    ignore_row_if="either_value_is_missing"),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="estimate", column_B="ci_low", or_equal=True,
+                                                    ignore_row_if="either_value_is_missing"),
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["source", "subset", "judge", "strategy", "metric"]),
+    ]
+
+
 SUITES = {"prompts": prompts_suite, "synthetic": synthetic_suite, "responses": responses_suite,
           "judgments": judgments_suite, "win_rates": metrics_suite, "pls": metrics_suite,
           "boat_results": boat_results_suite, "pu_consistency": pu_consistency_suite,
           "prefix_matrices": prefix_matrices_suite, "score_range_scores": score_range_scores_suite,
-          "score_correlations": correlations_suite, "controlled_win_rates": controlled_win_rates_suite}
+          "score_correlations": correlations_suite, "controlled_win_rates": controlled_win_rates_suite,
+          "judgment_table": judgment_table_suite, "judge_quality": judge_quality_suite}
 
 
 def build_suite(table: str) -> gx.ExpectationSuite:

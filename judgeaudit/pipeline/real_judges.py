@@ -1,0 +1,196 @@
+"""Stage ``real_judges`` (and ``judgeaudit audit-verdicts``): recorded verdicts of real
+judges on public benchmarks read into the general judgment table, then the report card,
+the sources' own published figures recomputed, and the PU audit with its self-check.
+A source whose path is absent is noted and skipped, never an error."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from judgeaudit.audits.judge_quality import report_card
+from judgeaudit.audits.pu_audit import PUConfig
+from judgeaudit.audits.pu_verdicts import pu_audit_verdicts
+from judgeaudit.audits.reproduction import reproduce_published
+from judgeaudit.audits.stats import BootstrapSettings
+from judgeaudit.models.encoder import DEFAULT_ENCODER
+from judgeaudit.sources import read_source
+from judgeaudit.sources.judgment_table import COLUMNS
+
+
+@dataclass(frozen=True)
+class VerdictAuditSettings:
+    """What the audit of recorded verdicts needs, resolved from params or the CLI."""
+
+    bootstrap: BootstrapSettings = BootstrapSettings()
+    pu: PUConfig | None = PUConfig()
+    pu_folds: int = 5
+    pu_strategies: dict[str, list[str]] = field(default_factory=dict)  # per source; absent: all
+    encoder: str = DEFAULT_ENCODER
+    max_length: int = 128
+    cache_dir: Path | None = None  # embeddings kept here between runs (None: not kept)
+
+
+@dataclass
+class VerdictAudit:
+    judgments: pd.DataFrame  # the general judgment table
+    card: pd.DataFrame  # judge_quality: one row per figure
+    reproduction: pd.DataFrame  # published figures against ours
+    pu: pd.DataFrame  # PU consistency per group and question type, with the self-check
+    files: pd.DataFrame  # per input file: rows read, rejected (why), unparseable
+    notes: list[str]
+
+
+def read_sources(sources: dict[str, str]) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """(the judgment table of every source present, the per-file read report, notes)."""
+    frames, files, notes = [], [], []
+    for name, path in sources.items():
+        if not Path(path).exists():
+            notes.append(f"{name}: skipped, {path} is absent (see the README for the data)")
+            continue
+        table, report = read_source(name, path)
+        frames.append(table)
+        files.append(report.frame().assign(source=name))
+        notes += [f"{name}: {n}" for n in report.notes]
+    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
+    return table, (pd.concat(files, ignore_index=True) if files else pd.DataFrame()), notes
+
+
+def _pu_subset(table: pd.DataFrame, strategies: dict[str, list[str]]) -> pd.DataFrame:
+    keep = pd.Series(True, index=table.index)
+    for source, chosen in strategies.items():
+        keep &= (table["source"] != source) | table["strategy"].isin(chosen)
+    return table[keep]
+
+
+def make_embedder(settings: VerdictAuditSettings) -> Callable[[list[str]], np.ndarray]:
+    """The PU audit's F(x, o): the frozen encoder, through the on-disk cache."""
+    from judgeaudit.models.embedding_cache import EmbeddingCache
+    from judgeaudit.models.encoder import Encoder
+
+    cache = EmbeddingCache(lambda: Encoder(settings.encoder, max_length=settings.max_length),
+                           f"{settings.encoder}|{settings.max_length}", settings.cache_dir)
+    return cache.embed
+
+
+def audit_verdicts(table: pd.DataFrame, settings: VerdictAuditSettings, *,
+                   embed: Callable[[list[str]], np.ndarray] | None = None,
+                   files: pd.DataFrame | None = None, notes: list[str] | None = None) -> VerdictAudit:
+    """Every audit the judgment table's inputs allow."""
+    notes = list(notes or [])
+    card = report_card(table, settings.bootstrap) if len(table) else pd.DataFrame()
+    reproduction = reproduce_published(table) if len(table) else pd.DataFrame()
+    pu = pd.DataFrame()
+    labelled = table[table["label"].isin(["1", "2"])] if len(table) else table
+    if settings.pu is not None and len(labelled):
+        pu, _ = pu_audit_verdicts(_pu_subset(labelled, settings.pu_strategies), embed or make_embedder(settings),
+                                  settings.pu, settings.bootstrap, folds=settings.pu_folds)
+    return VerdictAudit(table, card, reproduction, pu, files if files is not None else pd.DataFrame(), notes)
+
+
+def headline(card: pd.DataFrame) -> pd.DataFrame:
+    """One row per (source, judge): its most accurate strategy on the pooled subset, the
+    figures a person reads first, the biases whose CI excludes no effect, and a plain verdict."""
+    if card.empty:
+        return pd.DataFrame()
+    pooled = card[(card["subset"] == "all") | ~card["source"].isin(card.loc[card.subset == "all", "source"])]
+    wide = pooled.pivot_table(index=["source", "subset", "judge", "strategy"], columns="metric",
+                              values=["estimate", "ci_low", "ci_high", "n"], aggfunc="first")
+    label_longer = pooled[pooled.judge == "label"].set_index(["source", "subset"])["estimate"]
+    rows = []
+    judges = wide[wide[("estimate", "accuracy")].notna()] if ("estimate", "accuracy") in wide else wide.iloc[:0]
+    for (source, judge), grp in judges.groupby(level=["source", "judge"], sort=True):
+        acc = grp[("estimate", "accuracy")]
+        best = acc.idxmax()
+        r = grp.loc[best]
+        subset, strategy = best[1], best[3]
+        biases = []
+        if ("ci_low", "position_bias") in r and not np.isnan(r[("ci_low", "position_bias")]):
+            lo, hi = r[("ci_low", "position_bias")], r[("ci_high", "position_bias")]
+            if lo > 0 or hi < 0:
+                biases.append(f"position ({'first' if lo > 0 else 'second'} shown wins "
+                              f"{r[('estimate', 'position_bias')]:+.2f})")
+        ref = label_longer.get((source, subset), 0.5)
+        lo, hi = r.get(("ci_low", "longer_chosen"), np.nan), r.get(("ci_high", "longer_chosen"), np.nan)
+        if not np.isnan(lo) and (lo > ref or hi < ref):
+            biases.append(f"length (picks the longer {r[('estimate', 'longer_chosen')]:.0%}, label {ref:.0%})")
+        if r.get(("estimate", "unparseable_rate"), 0) > 0.05:
+            biases.append(f"unparseable {r[('estimate', 'unparseable_rate')]:.0%}")
+        a_lo = r[("ci_low", "accuracy")]
+        if a_lo >= 0.8 and not biases:
+            verdict = "reliable on this benchmark"
+        elif r[("ci_high", "accuracy")] < 0.6:
+            verdict = "not reliable: close to chance"
+        else:
+            verdict = "use with care" + (": " + "; ".join(biases) if biases else ": accuracy below 0.8")
+        agree = r.get(("estimate", "positional_agreement"), np.nan)
+        rows.append({"source": source, "judge": judge, "best_strategy": strategy, "strategies": len(grp),
+                     "accuracy": r[("estimate", "accuracy")], "accuracy_ci_low": a_lo,
+                     "accuracy_ci_high": r[("ci_high", "accuracy")], "n": int(r[("n", "accuracy")]),
+                     "positional_agreement": agree,
+                     "positional_agreement_ci_low": r.get(("ci_low", "positional_agreement"), np.nan),
+                     "positional_agreement_ci_high": r.get(("ci_high", "positional_agreement"), np.nan),
+                     "significant_biases": "; ".join(biases) or "none found", "verdict": verdict})
+    return pd.DataFrame(rows)
+
+
+def summary(result: VerdictAudit) -> dict:
+    """What the stage reports as metrics: rows read, published figures reproduced, verdicts."""
+    rep = result.reproduction
+    published = rep[rep["match"].notna()] if len(rep) else rep
+    reproduced = {s: {"figures": int(len(g)), "reproduced": int(g["match"].astype(bool).sum())}
+                  for s, g in published.groupby("source")} if len(published) else {}
+    pu = result.pu[result.pu["qtype"] == "all"] if len(result.pu) else result.pu
+    return {"rows": int(len(result.judgments)),
+            "sources": sorted(result.judgments["source"].unique().tolist()) if len(result.judgments) else [],
+            "judges": int(result.judgments[["source", "judge", "strategy"]].drop_duplicates().shape[0])
+            if len(result.judgments) else 0,
+            "published_figures": reproduced,
+            "pu_recommendations": pu[["source", "judge", "strategy", "cons_orig", "cons_adj", "check_gain",
+                                      "recommendation"]].to_dict("records") if len(pu) else [],
+            "headline": headline(result.card).to_dict("records"), "notes": result.notes}
+
+
+def write_audit(result: VerdictAudit, out: Path, quarantine: Path) -> dict[str, Path]:
+    """Validate the tables (Great Expectations), then write them, the summary and the report."""
+    from judgeaudit.report.judge_report import write_judge_report
+    from judgeaudit.schemas.validate import validate_table
+    from judgeaudit.tables import write_json, write_table
+
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    if len(result.judgments):
+        validate_table(result.judgments, "judgment_table", str(out / "judgments.parquet"), quarantine)
+        validate_table(result.card, "judge_quality", str(out / "judge_quality.parquet"), quarantine)
+    for name, frame in (("judgments", result.judgments), ("judge_quality", result.card),
+                        ("reproduction", result.reproduction), ("pu_consistency", result.pu),
+                        ("files_read", result.files)):
+        paths[name] = write_table(frame, out / f"{name}.parquet")
+    info = summary(result)
+    paths["summary"] = write_json(info, out / "summary.json")
+    paths["report"] = write_judge_report(result.card, result.reproduction, result.pu,
+                                         pd.DataFrame(info["headline"]), result.notes, out)
+    return paths
+
+
+def settings_from_params(params, cache_dir: Path | None) -> VerdictAuditSettings:
+    """The stage's settings, resolved once from params.yaml."""
+    section = params.real_judges
+    pu = section.pu
+    return VerdictAuditSettings(
+        bootstrap=BootstrapSettings(section.n_boot, params.audit.confidence, params.seed),
+        pu=PUConfig(p_ratio=pu.p_ratio, eta=pu.eta, n_splits=pu.splits, seed=params.seed) if pu else None,
+        pu_folds=pu.folds if pu else 5, pu_strategies=dict(pu.strategies) if pu else {},
+        encoder=pu.encoder if pu else DEFAULT_ENCODER, max_length=pu.max_length if pu else 128,
+        cache_dir=cache_dir)
+
+
+def real_judges_stage(params, root: Path) -> VerdictAudit:
+    """Every source params.yaml names, audited; absent sources noted."""
+    table, files, notes = read_sources(dict(params.real_judges.sources))
+    settings = settings_from_params(params, root / "cache" / "embeddings")
+    return audit_verdicts(table, settings, files=files, notes=notes)

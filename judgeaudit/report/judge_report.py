@@ -1,0 +1,173 @@
+"""The judge leaderboard: what a person reads first about each judge (accuracy, positional
+agreement, significant biases, a plain verdict), then plots and the tables behind them."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+STYLE = ("body{font-family:sans-serif;max-width:1150px;margin:2em auto;color:#222} "
+         "table.t{border-collapse:collapse;font-size:12px} table.t td,table.t th{padding:3px 7px;"
+         "border-bottom:1px solid #ddd;text-align:left} .ok{color:#17662a;font-weight:bold} "
+         ".care{color:#8a5a00;font-weight:bold} .bad{color:#a11;font-weight:bold} img{max-width:100%}")
+
+
+def _fmt(frame: pd.DataFrame) -> str:
+    return frame.to_html(index=False, float_format=lambda x: f"{x:.3f}", border=0, classes="t", na_rep="")
+
+
+def _ci(est: float, lo: float, hi: float, pct: bool = True) -> str:
+    if est is None or np.isnan(est):
+        return "n/a"
+    f = (lambda v: f"{v:.1%}") if pct else (lambda v: f"{v:+.3f}")
+    return f"{f(est)} [{f(lo)}, {f(hi)}]"
+
+
+def first_screen(headline: pd.DataFrame) -> str:
+    """The one screen a person reads first: per judge and source, a row in plain words."""
+    if headline.empty:
+        return "<p>No recorded verdicts of real judges were audited (no source present).</p>"
+    rows = []
+    for r in headline.sort_values(["source", "accuracy"], ascending=[True, False]).itertuples():
+        cls = "ok" if r.verdict.startswith("reliable") else "bad" if r.verdict.startswith("not") else "care"
+        rows.append(f"<tr><td>{html.escape(r.judge)}</td><td>{r.source}</td><td>{html.escape(r.best_strategy)}"
+                    f" <small>(best of {r.strategies})</small></td>"
+                    f"<td>{_ci(r.accuracy, r.accuracy_ci_low, r.accuracy_ci_high)} <small>n={r.n}</small></td>"
+                    f"<td>{_ci(r.positional_agreement, r.positional_agreement_ci_low, r.positional_agreement_ci_high)}"
+                    f"</td><td>{html.escape(r.significant_biases)}</td><td class='{cls}'>{html.escape(r.verdict)}"
+                    "</td></tr>")
+    return ("<table class='t'><tr><th>judge</th><th>benchmark</th><th>strategy</th><th>accuracy [95% CI]</th>"
+            "<th>positional agreement</th><th>significant biases (CI excludes no effect)</th><th>verdict</th></tr>"
+            + "".join(rows) + "</table><p><small>Accuracy against the benchmark's gold or human-majority label, "
+            "averaged over both presentation orders where the judge saw both; positional agreement: the same "
+            "winner in both orders. Position bias: share of verdicts for the response shown first minus 1/2. "
+            "Length: share of verdicts for the longer response, against the label's own share.</small></p>")
+
+
+def plot_accuracy_agreement(card: pd.DataFrame, path: Path) -> Path | None:
+    """Accuracy against positional agreement, one point per (judge, strategy), a panel per source."""
+    pooled = card[card.metric.isin(["accuracy", "positional_agreement"]) & (card.judge != "label")]
+    pooled = pooled[(pooled.subset == "all") | ~pooled.source.isin(pooled.loc[pooled.subset == "all", "source"])]
+    wide = pooled.pivot_table(index=["source", "judge", "strategy"], columns="metric", values="estimate")
+    if "positional_agreement" not in wide:
+        return None
+    wide = wide.dropna().reset_index()
+    sources = sorted(wide.source.unique())
+    fig, axes = plt.subplots(1, len(sources), figsize=(6 * len(sources), 4.8), squeeze=False)
+    for ax, source in zip(axes[0], sources):
+        part = wide[wide.source == source]
+        for judge, g in part.groupby("judge"):
+            ax.scatter(g.positional_agreement, g.accuracy, label=judge, s=28, alpha=0.8)
+        ax.axhline(0.5, color="grey", lw=0.6, ls=":")
+        ax.set_xlabel("positional agreement (same winner in both orders)")
+        ax.set_ylabel("accuracy (mean of both orders)")
+        ax.set_title(f"{source}: one point per judge x strategy", fontsize=10)
+        ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def plot_subsets(card: pd.DataFrame, path: Path, strategy_by_source: dict[str, str] | None = None) -> Path | None:
+    """Accuracy per subset, a bar per judge (for a source named in ``strategy_by_source``,
+    that strategy only; otherwise every judge x strategy), with CIs."""
+    acc = card[(card.metric == "accuracy") & (card.subset != "all") & (card.judge != "label")]
+    multi = acc.groupby("source").subset.nunique()
+    acc = acc[acc.source.isin(multi[multi > 1].index)]
+    if acc.empty:
+        return None
+    chosen = strategy_by_source or {}
+    panels = []
+    for source, g in acc.groupby("source"):
+        if source in chosen and (g.strategy == chosen[source]).any():
+            g = g[g.strategy == chosen[source]]
+        one = g.groupby("judge").strategy.nunique().max() == 1
+        panels.append((source, g.assign(who=g.judge if one else g.judge + " (" + g.strategy + ")"),
+                       chosen.get(source, "each judge's")))
+    fig, axes = plt.subplots(len(panels), 1, figsize=(11, 4.4 * len(panels)), squeeze=False)
+    for ax, (source, g, strategy) in zip(axes[:, 0], panels):
+        subsets, judges = sorted(g.subset.unique()), sorted(g.who.unique())
+        width = 0.8 / len(judges)
+        for k, judge in enumerate(judges):
+            part = g[g.who == judge].set_index("subset").reindex(subsets)
+            x = np.arange(len(subsets)) + k * width
+            err = np.vstack([part.estimate - part.ci_low, part.ci_high - part.estimate])
+            ax.bar(x, part.estimate, width, yerr=err, capsize=2, label=judge)
+        ax.set_xticks(np.arange(len(subsets)) + 0.4 - width / 2, subsets, fontsize=8)
+        ax.axhline(0.5, color="grey", lw=0.6, ls=":")
+        ax.set_ylim(0, 1.05)
+        ax.set_ylabel("accuracy")
+        ax.set_title(f"{source} ({strategy} strategy): accuracy per subset, 95% CI", fontsize=10)
+        ax.legend(fontsize=7, ncol=3, loc="upper left", bbox_to_anchor=(0, -0.1), frameon=False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def reproduction_table(reproduction: pd.DataFrame) -> pd.DataFrame:
+    """Per source: published figures recomputed, how many match, the first mismatches."""
+    if reproduction.empty:
+        return pd.DataFrame()
+    rows = []
+    for source, g in reproduction.groupby("source"):
+        pub = g[g.match.notna()]
+        wrong = pub[~pub.match.astype(bool)]
+        rows.append({"source": source, "published figures": len(pub), "reproduced exactly": int(pub.match.sum()),
+                     "mismatches": "; ".join(f"{r.judge} {r.strategy} {r.figure}: published {r.published:g}, "
+                                             f"ours {r.ours:g}" for r in wrong.head(4).itertuples()) or "none",
+                     "computed without a published value": int(g.match.isna().sum())})
+    return pd.DataFrame(rows)
+
+
+def leaderboard_section(card: pd.DataFrame, reproduction: pd.DataFrame, pu: pd.DataFrame,
+                        headline: pd.DataFrame, notes: list[str], out_dir: Path) -> str:
+    """The judge leaderboard's HTML (plots written into ``out_dir``)."""
+    parts = ["<h2>Read this first: the judges</h2>", first_screen(headline)]
+    if notes:
+        parts.append("<p><b>Notes:</b></p><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
+    if not card.empty:
+        scatter = plot_accuracy_agreement(card, out_dir / "judges_accuracy_agreement.png")
+        bars = plot_subsets(card, out_dir / "judges_subsets.png", {"llmbar": "Vanilla"})
+        for png, alt in ((scatter, "accuracy against positional agreement"), (bars, "accuracy per subset")):
+            if png is not None:
+                parts.append(f"<img src='{png.name}' alt='{alt}'>")
+    if not reproduction.empty:
+        parts += ["<h2>The benchmarks' own published figures, recomputed</h2>", _fmt(reproduction_table(reproduction))]
+    if not pu.empty:
+        overall = pu[pu.qtype == "all"][["source", "judge", "strategy", "n_pairs", "cons_orig", "cons_adj",
+                                         "flip_rate", "check_n", "check_gain", "check_gain_ci_low",
+                                         "check_gain_ci_high", "recommendation"]]
+        parts += ["<h2>PU audit (partial optimal transport) with its self-check</h2>",
+                  "<p>cons_orig / cons_adj: agreement with the labels the audit did not see, before and after "
+                  "flipping the verdicts little verified mass reaches. check_gain: the same gain measured on "
+                  "held-out verified pairs only (what a user can measure), with its 95% CI; the recommendation "
+                  "follows from it.</p>", _fmt(overall)]
+    if not card.empty:
+        pooled = card[(card.subset == "all") | ~card.source.isin(card.loc[card.subset == "all", "source"])]
+        grid = pooled[pooled.metric.isin(["accuracy", "positional_agreement", "position_bias", "kappa_label",
+                                          "longer_chosen"])].pivot_table(
+            index=["source", "judge", "strategy"], columns="metric", values="estimate").reset_index()
+        parts += ["<h2>Report card (pooled over subsets; every figure with its CI in judge_quality.parquet)</h2>",
+                  _fmt(grid)]
+    return "\n".join(parts)
+
+
+def write_judge_report(card: pd.DataFrame, reproduction: pd.DataFrame, pu: pd.DataFrame, headline: pd.DataFrame,
+                       notes: list[str], out_dir: Path) -> Path:
+    """A standalone report.html for ``judgeaudit audit-verdicts``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    body = (f"<!doctype html><html><head><meta charset='utf-8'><title>judgeaudit: judge report card</title>"
+            f"<style>{STYLE}</style></head><body><h1>Judge report card</h1>"
+            + leaderboard_section(card, reproduction, pu, headline, notes, out_dir) + "</body></html>")
+    path = out_dir / "report.html"
+    path.write_text(body)
+    return path
