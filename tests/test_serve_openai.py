@@ -131,3 +131,24 @@ def test_serve_command_end_to_end(tiny_lm, tiny_params_file, tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_live_judge_on_benchmark_pairs_through_serve(server, tiny_lm):
+    """`judge-benchmark`'s path over the openai backend: a judge behind `judgeaudit serve`
+    gives the same verdicts on LLMBar-format pairs, both orders, as the same model loaded
+    locally."""
+    from judgeaudit.config import Judge
+    from judgeaudit.judging.benchmark import benchmark_items, judge_items
+    from judgeaudit.sources import read_source
+    from tests.conftest import ROOT
+
+    recorded, _ = read_source("llmbar", ROOT / "tests" / "data" / "llmbar")
+    items = benchmark_items(recorded)
+    remote = _client(server, chat_template="Q: {prompt}\nA:", top_logprobs=len(tiny_lm.tokenizer), concurrency=4)
+    # verdict tokens the tiny vocabulary holds whole (the backend merges whitespace variants)
+    settings = Judge(verdict_tokens=_single_token_words(tiny_lm, 2))
+    local = judge_items(tiny_lm, "tiny", "prompted", settings, items)
+    got = judge_items(remote, "tiny", "prompted", settings, items)
+    assert len(got) == 2 * len(items) == 14
+    np.testing.assert_allclose(got.p_1.to_numpy(), local.p_1.to_numpy(), atol=1e-4)
+    assert (got.verdict == local.verdict).all()

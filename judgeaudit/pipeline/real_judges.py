@@ -22,6 +22,9 @@ from judgeaudit.sources import read_source
 from judgeaudit.sources.judgment_table import COLUMNS
 
 
+MIN_PAIRS = 30  # below this, the headline gives no verdict: a CI on fewer pairs says little
+
+
 @dataclass(frozen=True)
 class VerdictAuditSettings:
     """What the audit of recorded verdicts needs, resolved from params or the CLI."""
@@ -121,7 +124,9 @@ def headline(card: pd.DataFrame) -> pd.DataFrame:
         if r.get(("estimate", "unparseable_rate"), 0) > 0.05:
             biases.append(f"unparseable {r[('estimate', 'unparseable_rate')]:.0%}")
         a_lo = r[("ci_low", "accuracy")]
-        if a_lo >= 0.8 and not biases:
+        if r[("n", "accuracy")] < MIN_PAIRS:
+            verdict = f"too few labelled pairs to tell (n < {MIN_PAIRS})"
+        elif a_lo >= 0.8 and not biases:
             verdict = "reliable on this benchmark"
         elif r[("ci_high", "accuracy")] < 0.6:
             verdict = "not reliable: close to chance"

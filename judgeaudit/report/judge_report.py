@@ -36,7 +36,8 @@ def first_screen(headline: pd.DataFrame) -> str:
         return "<p>No recorded verdicts of real judges were audited (no source present).</p>"
     rows = []
     for r in headline.sort_values(["source", "accuracy"], ascending=[True, False]).itertuples():
-        cls = "ok" if r.verdict.startswith("reliable") else "bad" if r.verdict.startswith("not") else "care"
+        cls = ("ok" if r.verdict.startswith("reliable") else "bad" if r.verdict.startswith("not")
+               else "care")
         rows.append(f"<tr><td>{html.escape(r.judge)}</td><td>{r.source}</td><td>{html.escape(r.best_strategy)}"
                     f" <small>(best of {r.strategies})</small></td>"
                     f"<td>{_ci(r.accuracy, r.accuracy_ci_low, r.accuracy_ci_high)} <small>n={r.n}</small></td>"
