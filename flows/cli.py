@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 STAGE_NAMES = ("bootstrap", "generate", "train", "respond", "judge", "audit", "robustness", "boat", "pu", "prefix",
-               "score_range", "real_judges", "report")
+               "score_range", "real_judges", "leaderboard", "report")
 SOURCES = ("llmbar", "pandalm", "judgebench", "generic")
 
 # Prefect's ephemeral server needs longer than its default to start on 2 cores, and
@@ -62,6 +62,13 @@ def _parser() -> argparse.ArgumentParser:
     jb.add_argument("--params", default="params.yaml")
     jb.add_argument("--root", default="data", help="where the embedded models are built (default: data)")
     _verdict_args(jb)
+    lb = sub.add_parser("leaderboard", help="a real leaderboard from its judge's annotations: raw, length- and "
+                                            "style-controlled win rates, Bradley-Terry CIs, gamed entries")
+    lb.add_argument("--source", choices=("alpacaeval",), default="alpacaeval")
+    lb.add_argument("--path", required=True, help="annotation file, or a folder of <model>.annotations.json[.gz]")
+    lb.add_argument("--out", required=True)
+    lb.add_argument("--n-boot", type=int, default=1000)
+    lb.add_argument("--seed", type=int, default=0)
     check = sub.add_parser("check-params", help="validate a params file and exit")
     check.add_argument("--params", default="params.yaml")
     return p
@@ -151,6 +158,24 @@ def _judge_benchmark(args: argparse.Namespace) -> int:
     return _audit_and_write(table, report.frame(), report.notes, args)
 
 
+def _leaderboard(args: argparse.Namespace) -> int:
+    from judgeaudit.audits.stats import BootstrapSettings
+    from judgeaudit.pipeline.leaderboard import LeaderboardSettings, build_leaderboard, write_leaderboard
+    from judgeaudit.sources import read_source
+
+    table, report = read_source(args.source, args.path)
+    result = build_leaderboard(table, LeaderboardSettings(BootstrapSettings(args.n_boot, 0.95, args.seed)))
+    paths = write_leaderboard(result, Path(args.out))
+    for note in report.notes:
+        print(f"note: {note}")
+    cols = ["model", "win_rate", "win_rate_se", "lc_win_rate", "sc_win_rate", "bt_score", "flagged"]
+    print(result.board[cols].sort_values("lc_win_rate", ascending=False).to_string(index=False, float_format="%.2f"))
+    print(f"separability (Bradley-Terry CIs apart): {result.summary['separability_bt']:.1%}; "
+          f"flagged: {result.summary['flagged'] or 'none'}")
+    print(f"judgeaudit: leaderboard in {paths['html']}")
+    return 0
+
+
 def _pu_audit(args: argparse.Namespace) -> int:
     from judgeaudit.audits.pu_audit import PUConfig
     from judgeaudit.models.encoder import Encoder
@@ -214,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
             return _audit_verdicts(args)
         if args.command == "judge-benchmark":
             return _judge_benchmark(args)
+        if args.command == "leaderboard":
+            return _leaderboard(args)
         if args.command == "serve":
             return _serve(args)
         params = load_params(args.params)  # fail fast, before any server starts

@@ -257,6 +257,20 @@ def real_judges_flow(params_path: str = "params.yaml", root: str = "data") -> di
     return {"rows": info["rows"], "published_figures": info["published_figures"]}
 
 
+@flow(name="leaderboard")
+def leaderboard_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
+    """A real leaderboard's win rates from its judge's annotations: raw, length- and
+    style-controlled, Bradley-Terry CIs, separability, gamed entries."""
+    params, layout = load_params(params_path), Layout(Path(root))
+    out = layout.root / "leaderboard"
+    if _unconfigured(params.leaderboard, out):
+        return {}
+    summary = units.leaderboard(params, out)
+    for note in summary.get("notes", []):
+        get_run_logger().warning(note)
+    return {"flagged": summary.get("flagged", []), "separability_bt": summary.get("separability_bt")}
+
+
 @flow(name="report")
 def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
     """HTML + JSON report, and the same as Prefect artifacts."""
@@ -291,8 +305,12 @@ def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
                   else pd.DataFrame(), "reproduction": pd.read_parquet(judges_dir / "reproduction.parquet"),
                   "pu": pd.read_parquet(judges_dir / "pu_consistency.parquet"),
                   "headline": pd.DataFrame(info["headline"]), "notes": info["notes"]}
+    lb_dir = layout.root / "leaderboard"
+    lb_info = json.loads((lb_dir / "summary.json").read_text()) if (lb_dir / "summary.json").exists() else {}
+    leaderboard = ({"summary": lb_info, "board": pd.read_parquet(lb_dir / "win_rates.parquet")
+                    if (lb_dir / "win_rates.parquet").exists() else None} if lb_info else None)
     paths = write_report(wr, pls, summary, responses, layout.report, boat=boat, pu=pu, prefix=prefix,
-                         robustness=robust, score_range=score_range, judges=judges)
+                         robustness=robust, score_range=score_range, judges=judges, leaderboard=leaderboard)
     table = summary_table(pls)
     create_markdown_artifact(key="preference-leakage",
                              markdown="# Preference leakage (PLS, 95% CI, n prompts)\n\n"
@@ -305,7 +323,7 @@ STAGES = {"bootstrap": bootstrap_flow, "generate": generate_flow, "train": train
           "respond": respond_flow, "judge": judge_flow, "audit": audit_flow,
           "robustness": robustness_flow, "boat": boat_flow,
           "pu": pu_flow, "prefix": prefix_flow, "score_range": score_range_flow,
-          "real_judges": real_judges_flow, "report": report_flow}
+          "real_judges": real_judges_flow, "leaderboard": leaderboard_flow, "report": report_flow}
 
 
 @flow(name="full-audit")

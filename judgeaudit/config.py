@@ -249,6 +249,16 @@ class RealJudges(_Strict):
     pu: RealJudgesPU | None = RealJudgesPU()
 
 
+class LeaderboardSection(_Strict):
+    """A real leaderboard's annotations: raw, length- and style-controlled win rates, CIs,
+    separability, gamed entries. An absent path is noted and skipped."""
+
+    source: Literal["alpacaeval"] = "alpacaeval"
+    path: str = "../shared/data/alpacaeval/weighted_alpaca_eval_gpt4_turbo"
+    n_boot: int = Field(ge=100, default=1000)
+    flag_threshold: float = Field(gt=0, lt=1, default=0.5)
+
+
 class Attacks(_Strict):
     rewriter: str | None = None  # a model name: rewrite with the templates; None: rule-based attacks
     max_new_tokens: int = Field(ge=1, default=256)
@@ -283,6 +293,7 @@ class Params(_Strict):
     scale: Scale = Scale()
     attacks: Attacks = Attacks()
     real_judges: RealJudges | None = None
+    leaderboard: LeaderboardSection | None = None
 
     @model_validator(mode="after")
     def _references(self) -> "Params":

@@ -110,6 +110,14 @@ def real_judges_audit(params: Params, root: str) -> real_judges.VerdictAudit:
     return real_judges.real_judges_stage(params, Path(root))
 
 
+@task(retries=1, retry_delay_seconds=5)
+def leaderboard(params: Params, out: Path) -> dict:
+    """Not cached by Prefect: its input is a folder outside the project (DVC decides reruns)."""
+    from judgeaudit.pipeline.leaderboard import leaderboard_stage
+
+    return leaderboard_stage(params, out)
+
+
 @task(task_run_name="validate-{table}")
 def validate(frame: pd.DataFrame, table: str, source: str, quarantine: Path) -> pd.DataFrame:
     return validate_table(frame, table, source, quarantine)

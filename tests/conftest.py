@@ -57,6 +57,11 @@ def tiny_params() -> dict:
                                  judges=[{"main": "gen-f", "assistant": "sib-f", "favourite": 4}],
                                  train={"epochs": 1, "lr": 0.003, "batch_size": 16},
                                  assistant_train={"epochs": 1, "lr": 0.001, "batch_size": 16})
+    data = ROOT / "tests" / "data"  # format samples of the real benchmarks (too small for the PU audit)
+    params["real_judges"] = {"sources": {"llmbar": str(data / "llmbar"), "pandalm": str(data / "pandalm"),
+                                         "judgebench": str(data / "judgebench")},
+                             "n_boot": 200, "pu": {"splits": 2, "folds": 2, "max_length": 32}}
+    params["leaderboard"] = {"source": "alpacaeval", "path": str(data / "alpacaeval"), "n_boot": 200}
     return params
 
 

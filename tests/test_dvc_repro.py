@@ -41,7 +41,8 @@ def test_dvc_repro(prefect_server, tmp_path):
 
     first = _sh("dvc", "repro", cwd=repo)
     assert _ran(first) == {"bootstrap", "generate", "train", "respond", "judge", "audit",
-                            "robustness", "boat", "pu", "prefix", "score_range", "report"}
+                            "robustness", "boat", "pu", "prefix", "score_range", "real_judges", "leaderboard",
+                            "report"}
     assert (repo / "data/report/report.html").exists()
     lock = (repo / "dvc.lock").read_text()
 

@@ -16,7 +16,8 @@ TABLES = ["prompts/prompts.parquet", "synthetic/answers.parquet", "responses/res
           "boat/results.parquet", "pu/consistency.parquet", "pu/verdicts.parquet",
           "prefix/matrices.parquet", "robustness/ablation.parquet", "robustness/attack_flips.parquet",
           "robustness/controlled_win_rates.parquet", "score_range/scores.parquet",
-          "score_range/correlations.parquet"]
+          "score_range/correlations.parquet", "real_judges/judgments.parquet", "real_judges/judge_quality.parquet",
+          "leaderboard/win_rates.parquet"]
 
 
 def test_full_audit_flow(prefect_server, tiny_params_file, tmp_path):
@@ -69,6 +70,13 @@ def test_full_audit_flow(prefect_server, tiny_params_file, tmp_path):
     assert set(report["score_range"]["summary"]["chosen"][0]) >= {"lam", "t", "n_dev"}
     assert (first / "score_range/histograms.png").stat().st_size > 1000
     assert "Score-range bias" in (first / "report/report.html").read_text()
+    # the real judges' leaderboard opens the main report (here on the benchmarks' format samples)
+    html = (first / "report/report.html").read_text()
+    assert html.index("Read this first") < html.index("Preference leakage audit") and "JudgeA" in html
+    card = pd.read_parquet(first / "real_judges/judge_quality.parquet")
+    assert set(card.source) == {"llmbar", "pandalm", "judgebench"}
+    board = pd.read_parquet(first / "leaderboard/win_rates.parquet")
+    assert board.loc[board.flagged, "model"].tolist() == ["NullModel"] and "Leaderboard:" in html
 
     full_audit(params_path=str(tiny_params_file), root=str(second))
     for table in TABLES:

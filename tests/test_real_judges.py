@@ -256,3 +256,28 @@ def test_judge_benchmark_with_a_live_embedded_judge(tiny_lm, tmp_path):
         # p_1 and the verdict agree, in the original labelling, in both orders
         decisive = live[live.verdict != "tie"]
         assert ((decisive.p_1 > 0.5) == (decisive.verdict == "1")).all()
+
+
+def test_judge_benchmark_command(tiny_lm, tmp_path):
+    """`judgeaudit judge-benchmark`: a judge params.yaml names judges the pairs, and the
+    report card holds it beside the judges the benchmark recorded."""
+    import yaml
+
+    from flows.cli import main
+    from tests.conftest import tiny_params
+
+    params = tiny_params()
+    params["models"]["tiny-judge"] = {"spec": {"path": tiny_lm.spec.path, "chat_template": "Q: {prompt}\nA:"}}
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params, sort_keys=False))
+    out = tmp_path / "out"
+    assert main(["judge-benchmark", "--judge", "tiny-judge", "--mode", "likelihood", "--params", str(path),
+                 "--source", "llmbar", "--path", str(DATA / "llmbar"), "--out", str(out), "--n-boot", "200",
+                 "--no-pu"]) == 0
+    card = pd.read_parquet(out / "judge_quality.parquet")
+    assert {"tiny-judge", "JudgeA", "JudgeB"} <= set(card.judge)
+    live = card[(card.judge == "tiny-judge") & (card.subset == "all")].set_index("metric")
+    assert live.loc["positional_agreement", "estimate"] == 1.0  # likelihood verdicts are order-free
+    assert live.loc["accuracy", "n"] == 7
+    assert main(["judge-benchmark", "--judge", "nobody", "--params", str(path), "--source", "llmbar",
+                 "--path", str(DATA / "llmbar"), "--out", str(out)]) == 2

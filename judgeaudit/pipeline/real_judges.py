@@ -63,7 +63,7 @@ def read_sources(sources: dict[str, str]) -> tuple[pd.DataFrame, pd.DataFrame, l
     return table, (pd.concat(files, ignore_index=True) if files else pd.DataFrame()), notes
 
 
-def _pu_subset(table: pd.DataFrame, strategies: dict[str, list[str]]) -> pd.DataFrame:
+def pu_subset(table: pd.DataFrame, strategies: dict[str, list[str]]) -> pd.DataFrame:
     keep = pd.Series(True, index=table.index)
     for source, chosen in strategies.items():
         keep &= (table["source"] != source) | table["strategy"].isin(chosen)
@@ -90,7 +90,7 @@ def audit_verdicts(table: pd.DataFrame, settings: VerdictAuditSettings, *,
     pu = pd.DataFrame()
     labelled = table[table["label"].isin(["1", "2"])] if len(table) else table
     if settings.pu is not None and len(labelled):
-        pu, _ = pu_audit_verdicts(_pu_subset(labelled, settings.pu_strategies), embed or make_embedder(settings),
+        pu, _ = pu_audit_verdicts(pu_subset(labelled, settings.pu_strategies), embed or make_embedder(settings),
                                   settings.pu, settings.bootstrap, folds=settings.pu_folds)
     return VerdictAudit(table, card, reproduction, pu, files if files is not None else pd.DataFrame(), notes)
 

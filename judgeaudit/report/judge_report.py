@@ -23,9 +23,9 @@ def _fmt(frame: pd.DataFrame) -> str:
     return frame.to_html(index=False, float_format=lambda x: f"{x:.3f}", border=0, classes="t", na_rep="")
 
 
-def _ci(est: float, lo: float, hi: float, pct: bool = True) -> str:
+def _ci(est: float, lo: float, hi: float, pct: bool = True, missing: str = "n/a") -> str:
     if est is None or np.isnan(est):
-        return "n/a"
+        return missing
     f = (lambda v: f"{v:.1%}") if pct else (lambda v: f"{v:+.3f}")
     return f"{f(est)} [{f(lo)}, {f(hi)}]"
 
@@ -38,12 +38,13 @@ def first_screen(headline: pd.DataFrame) -> str:
     for r in headline.sort_values(["source", "accuracy"], ascending=[True, False]).itertuples():
         cls = ("ok" if r.verdict.startswith("reliable") else "bad" if r.verdict.startswith("not")
                else "care")
+        agree = _ci(r.positional_agreement, r.positional_agreement_ci_low, r.positional_agreement_ci_high,
+                    missing="one order only")
         rows.append(f"<tr><td>{html.escape(r.judge)}</td><td>{r.source}</td><td>{html.escape(r.best_strategy)}"
                     f" <small>(best of {r.strategies})</small></td>"
                     f"<td>{_ci(r.accuracy, r.accuracy_ci_low, r.accuracy_ci_high)} <small>n={r.n}</small></td>"
-                    f"<td>{_ci(r.positional_agreement, r.positional_agreement_ci_low, r.positional_agreement_ci_high)}"
-                    f"</td><td>{html.escape(r.significant_biases)}</td><td class='{cls}'>{html.escape(r.verdict)}"
-                    "</td></tr>")
+                    f"<td>{agree}</td><td>{html.escape(r.significant_biases)}</td>"
+                    f"<td class='{cls}'>{html.escape(r.verdict)}</td></tr>")
     return ("<table class='t'><tr><th>judge</th><th>benchmark</th><th>strategy</th><th>accuracy [95% CI]</th>"
             "<th>positional agreement</th><th>significant biases (CI excludes no effect)</th><th>verdict</th></tr>"
             + "".join(rows) + "</table><p><small>Accuracy against the benchmark's gold or human-majority label, "

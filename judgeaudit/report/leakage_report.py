@@ -229,7 +229,8 @@ def _score_range_section(score_range: dict | None, out_dir: Path) -> str:
 def write_report(wr: pd.DataFrame, pls: pd.DataFrame, summary: dict, responses: pd.DataFrame,
                  out_dir: Path, boat: dict | None = None, pu: dict | None = None,
                  prefix: dict | None = None, robustness: dict | None = None,
-                 score_range: dict | None = None, judges: dict | None = None) -> dict[str, Path]:
+                 score_range: dict | None = None, judges: dict | None = None,
+                 leaderboard: dict | None = None) -> dict[str, Path]:
     """Write report.html, report.json and the plots into ``out_dir``. ``judges``: the real
     judges' leaderboard (card, reproduction, pu, headline, notes), shown first."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -239,6 +240,11 @@ def write_report(wr: pd.DataFrame, pls: pd.DataFrame, summary: dict, responses: 
 
         judges_html = leaderboard_section(judges["card"], judges["reproduction"], judges["pu"],
                                           judges["headline"], judges["notes"], out_dir)
+    leaderboard_html = ""
+    if leaderboard is not None:
+        from judgeaudit.report.leaderboard_report import leaderboard_section
+
+        leaderboard_html = leaderboard_section(leaderboard["board"], leaderboard["summary"], out_dir)
     prefix_html = _prefix_section(prefix, out_dir)
     pls_png = plot_pls(pls, out_dir / "pls_by_tier.png")
     wr_png = plot_win_rates(wr, out_dir / "win_rates.png")
@@ -251,6 +257,7 @@ def write_report(wr: pd.DataFrame, pls: pd.DataFrame, summary: dict, responses: 
 table.t td,table.t th{{padding:2px 6px;border-bottom:1px solid #ddd}}</style></head><body>
 <h1>judgeaudit report</h1>
 {judges_html}
+{leaderboard_html}
 <h1>Preference leakage audit (embedded experiment)</h1>
 <p>Seed {summary['seed']}; {summary['n_judgments']} judgments; bootstrap {summary['n_boot']} resamples over
 eval prompts, {int(summary['confidence'] * 100)}% percentile CIs; n = number of eval prompts per figure.

@@ -14,16 +14,17 @@ Reader = Callable[[str | Path], tuple[pd.DataFrame, ReadReport]]
 
 
 def _readers() -> dict[str, Reader]:
+    from judgeaudit.sources.alpacaeval import read_alpacaeval
     from judgeaudit.sources.generic import read_generic
     from judgeaudit.sources.judgebench import read_judgebench
     from judgeaudit.sources.llmbar import read_llmbar
     from judgeaudit.sources.pandalm import read_pandalm
 
     return {"llmbar": read_llmbar, "pandalm": read_pandalm, "judgebench": read_judgebench,
-            "generic": read_generic}
+            "alpacaeval": read_alpacaeval, "generic": read_generic}
 
 
-SOURCE_NAMES = ("llmbar", "pandalm", "judgebench", "generic")
+SOURCE_NAMES = ("llmbar", "pandalm", "judgebench", "alpacaeval", "generic")
 
 
 def read_source(name: str, path: str | Path) -> tuple[pd.DataFrame, ReadReport]:

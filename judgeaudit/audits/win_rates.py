@@ -1,0 +1,178 @@
+"""Leaderboard win rates against one baseline, after AlpacaEval 2.0.
+
+Per model m, on instructions x: preference q = P(m's output beats the baseline's) in
+[0, 1] (a draw is 1/2). Raw win rate = 100 mean(q), standard error = 100 sem(q), as
+AlpacaEval prints them.
+
+Length-controlled win rate (AlpacaEval's ``length_controlled_v1``): per model, a logistic
+GLM logit q = a tanh(dlen / sd(dlen)) + b g_x + c, dlen = len(baseline) - len(model)
+(characters), g_x the instruction's difficulty, no intercept beyond c; L1 penalty, its
+strength chosen by 5-fold cross-validation (folds by instruction) on the continuous
+log-loss; LC = 100 mean_x sigmoid(b g_x + c) (the length term at zero), its SE = 100
+sem over x. AlpacaEval takes g from a file it downloads at run time; here g is estimated
+as AlpacaEval derived it, from every model's annotations: a joint logistic model logit
+q = theta_m + g_x (models and instructions as fixed effects), g_x its instruction effect.
+AlpacaEval also regularises each model's length slope towards that of two length-gamed
+variants of the baseline (verbose and concise prompts, weight 0.1); their annotations are
+not in the public files, so ``gamed`` stand-ins are optional (see ``lc_win_rates``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit
+from sklearn.linear_model import LogisticRegression
+
+CS = np.logspace(-4, 4, 10)  # scikit-learn LogisticRegressionCV's default grid, as AlpacaEval uses
+
+
+@dataclass(frozen=True)
+class LCSettings:
+    n_splits: int = 5
+    seed: int = 123
+
+
+def preferences(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per (model, instruction): q = 1 - p_1, the lengths and the instruction."""
+    frame = table[["judge", "model_1", "model_2", "prompt", "response_1", "response_2", "p_1"]].copy()
+    frame["q"] = 1.0 - frame["p_1"].astype(float)
+    for side in ("1", "2"):
+        text = frame[f"response_{side}"].fillna("")
+        frame[f"len_{side}"] = text.str.len()
+        for name, values in style_counts(text).items():
+            frame[f"{name}_{side}"] = values
+    return frame.drop(columns=["response_1", "response_2", "p_1"])
+
+
+def raw_win_rates(prefs: pd.DataFrame) -> pd.DataFrame:
+    """AlpacaEval's head-to-head figures per (judge, baseline, model)."""
+    def describe(g: pd.DataFrame) -> pd.Series:
+        q = g["q"]
+        discrete = np.where(np.isclose(q, 0.5), 0.5, (q + 1).round() - 1)  # AlpacaEval's zero-one rounding
+        return pd.Series({"n": len(q), "win_rate": q.mean() * 100, "win_rate_se": q.sem() * 100,
+                          "n_wins": int((q > 0.5).sum()), "n_wins_base": int((q < 0.5).sum()),
+                          "n_draws": int(np.isclose(q, 0.5).sum()), "discrete_win_rate": discrete.mean() * 100,
+                          "avg_length": int(g["len_2"].mean())})
+    out = prefs.groupby(["judge", "model_1", "model_2"], sort=True).apply(describe, include_groups=False)
+    return out.reset_index().rename(columns={"model_1": "baseline", "model_2": "model"})
+
+
+def instruction_difficulty(prefs: pd.DataFrame, exclude: set[str] = frozenset()) -> pd.Series:
+    """g_x from a joint logistic model over every model's annotations (fixed effects for
+    models and instructions, light L2), centred; indexed by instruction text."""
+    from scipy import sparse
+
+    data = prefs[~prefs["model_2"].isin(exclude) & (prefs["model_2"] != prefs["model_1"])]
+    models = pd.Index(sorted(data["model_2"].unique()))
+    instructions = pd.Index(sorted(data["prompt"].unique()))
+    rows = np.arange(len(data))
+    x_m = sparse.csr_matrix((np.ones(len(data)), (rows, models.get_indexer(data["model_2"]))),
+                            shape=(len(data), len(models)))
+    x_i = sparse.csr_matrix((np.ones(len(data)), (rows, instructions.get_indexer(data["prompt"]))),
+                            shape=(len(data), len(instructions)))
+    x = sparse.hstack([x_m, x_i]).tocsr()
+    q = data["q"].to_numpy()
+    fit = LogisticRegression(C=10.0, fit_intercept=False, max_iter=2000)
+    # continuous targets: each row twice, as a win weighted q and a loss weighted 1 - q
+    fit.fit(sparse.vstack([x, x]), np.r_[np.ones(len(q)), np.zeros(len(q))], sample_weight=np.r_[q, 1 - q])
+    g = pd.Series(fit.coef_[0, len(models):], index=instructions)
+    # instruction effect on the MODEL winning: higher = easier for the model; AlpacaEval's
+    # difficulty is the baseline's side of it, so the sign is flipped
+    return -(g - g.mean())
+
+
+STYLE = {"header": r"(?m)^\s{0,3}#{1,6}\s", "bold": r"\*\*[^*\n]+\*\*|__[^_\n]+__",
+         "list": r"(?m)^\s*(?:[-*+]|\d+[.)])\s"}  # markdown features, after Arena-Hard's style control
+CONTROLS = {"lc": ("length",), "sc": ("length", "header", "bold", "list")}
+
+
+def style_counts(texts: pd.Series) -> pd.DataFrame:
+    """Markdown headers, bold spans and list items per text."""
+    return pd.DataFrame({name: texts.str.count(pattern) for name, pattern in STYLE.items()})
+
+
+def _control_columns(frame: pd.DataFrame, controls: tuple[str, ...], scale: dict[str, float]) -> np.ndarray:
+    cols = []
+    for name in controls:
+        if name == "length":  # AlpacaEval: tanh of the standardised length difference
+            cols.append(np.tanh((frame["len_1"] - frame["len_2"]).to_numpy(float) / scale[name]))
+        else:  # Arena-Hard: the normalised count difference, standardised
+            a, b = frame[f"{name}_1"].to_numpy(float), frame[f"{name}_2"].to_numpy(float)
+            cols.append(((a - b) / (a + b + 1)) / scale[name])
+    return np.column_stack(cols)
+
+
+def _scales(frame: pd.DataFrame, controls: tuple[str, ...]) -> dict[str, float]:
+    out = {}
+    for name in controls:
+        if name == "length":
+            diff = (frame["len_1"] - frame["len_2"]).to_numpy(float)
+        else:
+            a, b = frame[f"{name}_1"].to_numpy(float), frame[f"{name}_2"].to_numpy(float)
+            diff = (a - b) / (a + b + 1)
+        out[name] = float(np.std(diff, ddof=1)) or 1.0
+    return out
+
+
+def _continuous_fit(x: np.ndarray, q: np.ndarray, w: np.ndarray, c: float, seed: int) -> LogisticRegression:
+    model = LogisticRegression(C=c, l1_ratio=1.0, solver="liblinear", fit_intercept=False, random_state=seed)
+    model.fit(np.r_[x, x], np.r_[np.ones(len(q)), np.zeros(len(q))], sample_weight=np.r_[w * q, w * (1 - q)])
+    return model
+
+
+def _logloss(model: LogisticRegression, x: np.ndarray, q: np.ndarray, w: np.ndarray) -> float:
+    p = np.clip(model.predict_proba(x)[:, 1], 1e-15, 1 - 1e-15)
+    return float(-np.mean(w * (q * np.log(p) + (1 - q) * np.log(1 - p))))
+
+
+def controlled_one_model(frame: pd.DataFrame, difficulty: pd.Series, settings: LCSettings,
+                         controls: tuple[str, ...] = ("length",), gamed: pd.DataFrame | None = None,
+                         reg_lambda: float = 0.2) -> dict:
+    """The controlled win rate of one model (``frame``: its rows of ``preferences``), and
+    the GLM's per-instruction predictions at no difference in the controls."""
+    from sklearn.model_selection import GroupKFold
+
+    frame = frame.assign(not_gamed=1.0)
+    train = frame if gamed is None else pd.concat([gamed.assign(not_gamed=0.0), frame], ignore_index=True)
+    scale = _scales(train, controls)
+
+    def design(part: pd.DataFrame) -> np.ndarray:
+        return np.column_stack([_control_columns(part, controls, scale),
+                                difficulty.reindex(part["prompt"]).to_numpy(), part["not_gamed"].to_numpy()])
+
+    x = design(train)
+    q = train["q"].to_numpy(float)
+    w = np.where(train["not_gamed"] > 0, 1.0, reg_lambda / 2)
+    scores = np.zeros(len(CS))
+    for tr, te in GroupKFold(n_splits=settings.n_splits).split(x, q, np.arange(len(train))):
+        for k, c in enumerate(CS):
+            scores[k] += _logloss(_continuous_fit(x[tr], q[tr], w[tr], c, settings.seed), x[te], q[te], w[te])
+    best = CS[int(np.argmin(scores))]
+    model = _continuous_fit(x, q, w, best, settings.seed)
+    test = design(frame)
+    test[:, : len(controls)] = 0.0  # no difference in length (or style)
+    pred = expit(test @ model.coef_[0])
+    weights = dict(zip([*controls, "difficulty", "model"], model.coef_[0]))
+    return {"rate": pred.mean() * 100, "se": pd.Series(pred).sem() * 100, "C": best, "weights": weights,
+            "pred": pd.Series(pred, index=frame["prompt"].to_numpy())}
+
+
+def controlled_win_rates(prefs: pd.DataFrame, difficulty: pd.Series, kind: str = "lc",
+                         settings: LCSettings = LCSettings(), gamed: pd.DataFrame | None = None
+                         ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per model: the ``kind`` ("lc" or "sc") win rate, its SE and the GLM's weights;
+    per model and instruction: the predicted preference at no length/style difference)."""
+    rows, preds = [], []
+    for (judge, base, model), frame in prefs.groupby(["judge", "model_1", "model_2"], sort=True):
+        if model == base:
+            rows.append({"judge": judge, "baseline": base, "model": model, f"{kind}_win_rate": 50.0, f"{kind}_se": 0.0})
+            preds.append(pd.DataFrame({"model": model, "prompt": frame["prompt"], "pred": 0.5}))
+            continue
+        fit = controlled_one_model(frame, difficulty, settings, CONTROLS[kind], gamed if kind == "lc" else None)
+        rows.append({"judge": judge, "baseline": base, "model": model, f"{kind}_win_rate": fit["rate"],
+                     f"{kind}_se": fit["se"], **{f"{kind}_w_{k}": v for k, v in fit["weights"].items()}})
+        preds.append(pd.DataFrame({"model": model, "prompt": fit["pred"].index, "pred": fit["pred"].to_numpy()}))
+    return pd.DataFrame(rows), pd.concat(preds, ignore_index=True)

@@ -1,0 +1,138 @@
+"""Stage ``leaderboard`` (and ``judgeaudit leaderboard``): a real leaderboard's win rates
+from its judge's recorded annotations: raw (as the leaderboard prints them), length-
+and style-controlled, Bradley-Terry scores with CIs, separability, rank shifts, the
+spread of length-gamed variants, and gamed entries flagged with their evidence."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from judgeaudit.audits.gamed_outputs import gamed_outputs
+from judgeaudit.audits.leaderboard_stats import bootstrap_rates, gameability, rank_shifts, separability
+from judgeaudit.audits.stats import BootstrapSettings
+from judgeaudit.audits.win_rates import (LCSettings, controlled_win_rates, instruction_difficulty, preferences,
+                                         raw_win_rates)
+
+COLUMNS = ["model", "baseline", "judge", "n", "win_rate", "win_rate_se", "lc_win_rate", "lc_se", "sc_win_rate",
+           "bt_score", "bt_ci_low", "bt_ci_high", "flagged"]
+
+
+@dataclass(frozen=True)
+class LeaderboardSettings:
+    bootstrap: BootstrapSettings = BootstrapSettings()
+    lc: LCSettings = LCSettings()
+    flag_threshold: float = 0.5  # median cross-instruction similarity above which an entry is gamed
+
+
+@dataclass
+class Leaderboard:
+    board: pd.DataFrame  # one row per model: COLUMNS and more
+    ranks: pd.DataFrame
+    gameability: pd.DataFrame
+    flags: pd.DataFrame
+    difficulty: pd.Series
+    published: pd.DataFrame  # the leaderboard's own figures beside ours, where known
+    summary: dict = field(default_factory=dict)
+
+
+def build_leaderboard(table: pd.DataFrame, settings: LeaderboardSettings) -> Leaderboard:
+    """Every figure of the leaderboard from its judgment table (source alpacaeval)."""
+    prefs = preferences(table)
+    raw = raw_win_rates(prefs)
+    outputs = table.drop_duplicates(["model_2", "prompt"]).rename(columns={"model_2": "model", "response_2": "output"})
+    flags = gamed_outputs(outputs[["model", "prompt", "output"]], threshold=settings.flag_threshold,
+                          seed=settings.bootstrap.seed)
+    # the instruction difficulty is estimated from the real entries: a gamed one answers no instruction
+    difficulty = instruction_difficulty(prefs, exclude=set(flags.loc[flags.flagged, "model"]))
+    lc, lc_pred = controlled_win_rates(prefs, difficulty, "lc", settings.lc)
+    sc, sc_pred = controlled_win_rates(prefs, difficulty, "sc", settings.lc)
+    bt = bootstrap_rates(prefs.rename(columns={"model_2": "model"}), "q", settings.bootstrap)
+    board = (raw.merge(lc, on=["judge", "baseline", "model"]).merge(sc, on=["judge", "baseline", "model"])
+             .merge(bt.drop(columns=["rate"]).rename(columns={"ci_low": "win_rate_ci_low",
+                                                              "ci_high": "win_rate_ci_high"}), on="model")
+             .merge(flags[["model", "flagged"]], on="model"))
+    board = board[COLUMNS + [c for c in board.columns if c not in COLUMNS]]
+    ranks = rank_shifts(board)
+    values = (prefs.rename(columns={"model_2": "model"})[["model", "prompt", "q"]]
+              .merge(lc_pred.rename(columns={"pred": "lc"}), on=["model", "prompt"])
+              .merge(sc_pred.rename(columns={"pred": "sc"}), on=["model", "prompt"]))
+    # the controlled rates' spread takes each GLM's predictions as fixed: the CI is over instructions only
+    games = gameability(values, {"raw": "q", "lc": "lc", "sc": "sc"}, settings.bootstrap)
+    published = compare_published(board)
+    separable = {name: separability(ci) for name, ci in (("bt", board),)}
+    summary = {"models": int(len(board)), "baseline": sorted(board["baseline"].unique().tolist()),
+               "judge": sorted(board["judge"].unique().tolist()), "separability_bt": separable["bt"],
+               "flagged": board.loc[board.flagged, "model"].tolist(),
+               "published": published_summary(published)}
+    return Leaderboard(board, ranks, games, flags, difficulty, published, summary)
+
+
+def compare_published(board: pd.DataFrame) -> pd.DataFrame:
+    """AlpacaEval 2.0's own leaderboard figures (GPT-4 Turbo judge) beside ours."""
+    from importlib import resources
+
+    path = resources.files("judgeaudit.sources").joinpath("published", "alpacaeval_gpt4_turbo_leaderboard.csv")
+    pub = pd.read_csv(path.open()).set_index("model")
+    ours = board.set_index("model")
+    rows = []
+    pairs = {"win_rate": "win_rate", "win_rate_se": "standard_error", "n_wins": "n_wins",
+             "n_wins_base": "n_wins_base", "n_draws": "n_draws", "n": "n_total",
+             "discrete_win_rate": "discrete_win_rate", "lc_win_rate": "length_controlled_winrate",
+             "lc_se": "lc_standard_error"}
+    for model in sorted(set(ours.index) & set(pub.index)):
+        for mine, theirs in pairs.items():
+            value = pub.loc[model, theirs]
+            if pd.isna(value):
+                continue
+            rows.append({"model": model, "figure": mine, "published": float(value),
+                         "ours": float(ours.loc[model, mine]), "diff": float(ours.loc[model, mine] - value)})
+    return pd.DataFrame(rows)
+
+
+def published_summary(published: pd.DataFrame) -> dict:
+    if published.empty:
+        return {}
+    out = {}
+    for figure, g in published.groupby("figure"):
+        exact = (g["diff"].abs() <= 1e-6 * np.maximum(1, g["published"].abs())).sum()
+        out[figure] = {"models": int(len(g)), "exact": int(exact), "max_abs_diff": float(g["diff"].abs().max()),
+                       "within_1_point": int((g["diff"].abs() <= 1).sum())}
+    return out
+
+
+def write_leaderboard(result: Leaderboard, out: Path) -> dict[str, Path]:
+    """Tables (Parquet), summary.json and leaderboard.html with its plots."""
+    from judgeaudit.report.leaderboard_report import write_leaderboard_report
+    from judgeaudit.tables import write_json, write_table
+
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {name: write_table(frame, out / f"{name}.parquet") for name, frame in (
+        ("win_rates", result.board), ("ranks", result.ranks), ("gameability", result.gameability),
+        ("flags", result.flags), ("published", result.published),
+        ("difficulty", result.difficulty.rename("difficulty").rename_axis("instruction").reset_index()))}
+    paths["summary"] = write_json(result.summary, out / "summary.json")
+    paths["html"] = write_leaderboard_report(result, out)
+    return paths
+
+
+def leaderboard_stage(params, out: Path) -> dict:
+    """The stage: the configured leaderboard, or a note where its annotations are absent."""
+    from judgeaudit.sources import read_source
+    from judgeaudit.tables import write_json
+
+    section = params.leaderboard
+    if not Path(section.path).exists():
+        note = f"{section.source}: skipped, {section.path} is absent (see the README for the data)"
+        write_json({"notes": [note]}, out / "summary.json")
+        return {"notes": [note]}
+    table, report = read_source(section.source, section.path)
+    settings = LeaderboardSettings(BootstrapSettings(section.n_boot, params.audit.confidence, params.seed),
+                                   flag_threshold=section.flag_threshold)
+    result = build_leaderboard(table, settings)
+    result.summary["notes"] = report.notes
+    write_leaderboard(result, out)
+    return result.summary

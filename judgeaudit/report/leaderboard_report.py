@@ -1,0 +1,108 @@
+"""The leaderboard report: raw against length-controlled rates, rank shifts, Bradley-Terry
+CIs, gamed entries, and how close each figure comes to what the leaderboard published."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from judgeaudit.report.judge_report import STYLE, _fmt  # noqa: E402
+
+
+def plot_raw_vs_controlled(board: pd.DataFrame, path: Path) -> Path:
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5.2))
+    for ax, col, title in ((axes[0], "lc_win_rate", "length-controlled"), (axes[1], "sc_win_rate", "style-controlled")):
+        colours = np.where(board.flagged, "crimson", "steelblue")
+        ax.scatter(board.win_rate, board[col], c=colours, s=18)
+        ax.plot([0, 100], [0, 100], color="grey", lw=0.6, ls=":")
+        for r in board.itertuples():
+            if r.flagged or abs(getattr(r, col) - r.win_rate) > 8 or r.model.endswith(("_verbose", "_concise")):
+                ax.annotate(r.model, (r.win_rate, getattr(r, col)), fontsize=6)
+        ax.set_xlabel("raw win rate (%)")
+        ax.set_ylabel(f"{title} win rate (%)")
+        ax.set_title(f"raw against {title} (red: flagged as gamed)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def plot_bt(board: pd.DataFrame, path: Path) -> Path:
+    b = board.sort_values("bt_score")
+    fig, ax = plt.subplots(figsize=(8, max(4, 0.18 * len(b))))
+    y = np.arange(len(b))
+    ax.errorbar(b.bt_score, y, xerr=[b.bt_score - b.bt_ci_low, b.bt_ci_high - b.bt_score], fmt="o", ms=3,
+                color="steelblue", ecolor="grey", capsize=2)
+    ax.set_yticks(y, b.model, fontsize=6)
+    ax.axvline(1000, color="grey", lw=0.6, ls=":")
+    ax.set_xlabel("Bradley-Terry score against the baseline (Elo scale, 95% CI)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def plot_rank_shifts(ranks: pd.DataFrame, path: Path) -> Path:
+    fig, ax = plt.subplots(figsize=(6, max(4, 0.16 * len(ranks))))
+    cols = ["rank_win_rate", "rank_lc_win_rate", "rank_sc_win_rate"]
+    for r in ranks.itertuples():
+        ys = [getattr(r, c) for c in cols]
+        ax.plot([0, 1, 2], ys, color="crimson" if max(ys) - min(ys) >= 5 else "lightsteelblue", lw=0.8)
+        ax.text(2.05, ys[-1], r.model, fontsize=5, va="center")
+    ax.set_xticks([0, 1, 2], ["raw", "LC", "SC"])
+    ax.invert_yaxis()
+    ax.set_ylabel("rank (1 = best); red: moved 5 or more places")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def write_leaderboard_report(result, out: Path) -> Path:
+    board, summary = result.board, result.summary
+    pngs = [plot_raw_vs_controlled(board, out / "raw_vs_controlled.png"), plot_bt(board, out / "bt_scores.png"),
+            plot_rank_shifts(result.ranks, out / "rank_shifts.png")]
+    flagged = result.flags[result.flags.flagged]
+    pub = pd.DataFrame([{"figure": k, **v} for k, v in summary.get("published", {}).items()])
+    table = board[["model", "n", "win_rate", "win_rate_se", "lc_win_rate", "lc_se", "sc_win_rate", "bt_score",
+                   "bt_ci_low", "bt_ci_high", "flagged"]].sort_values("lc_win_rate", ascending=False)
+    body = [f"<!doctype html><html><head><meta charset='utf-8'><title>judgeaudit: leaderboard</title>"
+            f"<style>{STYLE}</style></head><body><h1>Leaderboard audit</h1>",
+            f"<p>{summary['models']} models against baseline {', '.join(summary['baseline'])}, judged by "
+            f"{', '.join(summary['judge'])}. Separability (share of model pairs whose Bradley-Terry 95% CIs do "
+            f"not overlap): {summary['separability_bt']:.1%}.</p>",
+            "<h2>Gamed entries</h2>",
+            "<p>Flagged: outputs barely depend on the instruction (median similarity of a model's outputs to two "
+            "different instructions).</p>" + (_fmt(flagged.drop(columns=["flagged"])) if len(flagged) else
+                                              "<p>None.</p>"),
+            "<h2>Against the leaderboard's own figures</h2>", _fmt(pub) if len(pub) else "<p>No published figures.</p>",
+            "".join(f"<img src='{p.name}' alt='{html.escape(p.stem)}'>" for p in pngs),
+            "<h2>Length-gamed variants: spread of each base model's variants (points, 95% CI)</h2>",
+            _fmt(result.gameability), "<h2>All models</h2>", _fmt(table), "</body></html>"]
+    path = out / "leaderboard.html"
+    path.write_text("\n".join(body))
+    return path
+
+
+def leaderboard_section(board: pd.DataFrame, summary: dict, out_dir: Path) -> str:
+    """The leaderboard's section in the main report."""
+    if board is None or board.empty:
+        notes = summary.get("notes", [])
+        return ("<h2>Leaderboard</h2>" + "".join(f"<p>{html.escape(n)}</p>" for n in notes)) if notes else ""
+    png = plot_raw_vs_controlled(board, out_dir / "leaderboard_raw_vs_controlled.png")
+    pub = pd.DataFrame([{"figure": k, **v} for k, v in summary.get("published", {}).items()])
+    top = board.sort_values("lc_win_rate", ascending=False)[
+        ["model", "win_rate", "win_rate_se", "lc_win_rate", "sc_win_rate", "bt_score", "bt_ci_low", "bt_ci_high",
+         "flagged"]]
+    return (f"<h2>Leaderboard: {', '.join(summary['judge'])} against {', '.join(summary['baseline'])}</h2>"
+            f"<p>{summary['models']} models; flagged as gamed (outputs that do not depend on the instruction): "
+            f"{html.escape(', '.join(summary['flagged']) or 'none')}. Separability of Bradley-Terry 95% CIs: "
+            f"{summary['separability_bt']:.1%}.</p><p>Against the leaderboard's own published figures:</p>"
+            + (_fmt(pub) if len(pub) else "") + f"<img src='{png.name}' alt='raw against controlled'>" + _fmt(top))
