@@ -18,6 +18,22 @@ class InputError(ValueError):
     """An input file is unusable; the message names the file, row and field."""
 
 
+def read_jsonl(path: Path) -> list[dict]:
+    """JSON lines, each an object; errors name the file and line."""
+    rows = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}: line {lineno}: malformed JSON ({exc.msg})") from None
+        if not isinstance(row, dict):
+            raise InputError(f"{path}: line {lineno}: expected a JSON object, got {type(row).__name__}")
+        rows.append(row)
+    return rows
+
+
 def read_table(path: str | Path, required: Sequence[str] = ()) -> pd.DataFrame:
     """Read JSONL, CSV or Parquet; check it is non-empty and has ``required`` columns."""
     path = Path(path)
@@ -27,18 +43,7 @@ def read_table(path: str | Path, required: Sequence[str] = ()) -> pd.DataFrame:
         raise InputError(f"{path}: the file is empty")
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".ndjson"):
-        rows = []
-        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{path}: line {lineno}: malformed JSON ({exc.msg})") from None
-            if not isinstance(row, dict):
-                raise InputError(f"{path}: line {lineno}: expected a JSON object, got {type(row).__name__}")
-            rows.append(row)
-        frame = pd.DataFrame(rows)
+        frame = pd.DataFrame(read_jsonl(path))
     elif suffix == ".csv":
         frame = pd.read_csv(path)
     elif suffix == ".parquet":

@@ -136,14 +136,17 @@ def controlled_one_model(frame: pd.DataFrame, difficulty: pd.Series, settings: L
     from sklearn.model_selection import GroupKFold
 
     frame = frame.assign(not_gamed=1.0)
-    train = frame if gamed is None else pd.concat([gamed.assign(not_gamed=0.0), frame], ignore_index=True)
-    scale = _scales(train, controls)
+    # AlpacaEval standardises the length difference within the model's rows and within the
+    # gamed baselines' rows separately (their table arrives standardised)
+    parts = [frame] if gamed is None else [gamed.assign(not_gamed=0.0), frame]
+    scales = [_scales(part, controls) for part in parts]
 
-    def design(part: pd.DataFrame) -> np.ndarray:
+    def design(part: pd.DataFrame, scale: dict[str, float]) -> np.ndarray:
         return np.column_stack([_control_columns(part, controls, scale),
                                 difficulty.reindex(part["prompt"]).to_numpy(), part["not_gamed"].to_numpy()])
 
-    x = design(train)
+    train = pd.concat(parts, ignore_index=True)
+    x = np.vstack([design(part, scale) for part, scale in zip(parts, scales)])
     q = train["q"].to_numpy(float)
     w = np.where(train["not_gamed"] > 0, 1.0, reg_lambda / 2)
     scores = np.zeros(len(CS))
@@ -152,7 +155,7 @@ def controlled_one_model(frame: pd.DataFrame, difficulty: pd.Series, settings: L
             scores[k] += _logloss(_continuous_fit(x[tr], q[tr], w[tr], c, settings.seed), x[te], q[te], w[te])
     best = CS[int(np.argmin(scores))]
     model = _continuous_fit(x, q, w, best, settings.seed)
-    test = design(frame)
+    test = design(frame, scales[-1])
     test[:, : len(controls)] = 0.0  # no difference in length (or style)
     pred = expit(test @ model.coef_[0])
     weights = dict(zip([*controls, "difficulty", "model"], model.coef_[0]))

@@ -104,12 +104,16 @@ def published_summary(published: pd.DataFrame) -> dict:
     return out
 
 
-def write_leaderboard(result: Leaderboard, out: Path) -> dict[str, Path]:
-    """Tables (Parquet), summary.json and leaderboard.html with its plots."""
+def write_leaderboard(result: Leaderboard, out: Path, quarantine: Path | None = None) -> dict[str, Path]:
+    """Validate the win rates (Great Expectations), then write the tables (Parquet),
+    summary.json and leaderboard.html with its plots."""
     from judgeaudit.report.leaderboard_report import write_leaderboard_report
+    from judgeaudit.schemas.validate import validate_table
     from judgeaudit.tables import write_json, write_table
 
     out.mkdir(parents=True, exist_ok=True)
+    validate_table(result.board, "leaderboard_win_rates", str(out / "win_rates.parquet"),
+                   quarantine or out / "quarantine")
     paths = {name: write_table(frame, out / f"{name}.parquet") for name, frame in (
         ("win_rates", result.board), ("ranks", result.ranks), ("gameability", result.gameability),
         ("flags", result.flags), ("published", result.published),
@@ -134,5 +138,5 @@ def leaderboard_stage(params, out: Path) -> dict:
                                    flag_threshold=section.flag_threshold)
     result = build_leaderboard(table, settings)
     result.summary["notes"] = report.notes
-    write_leaderboard(result, out)
+    write_leaderboard(result, out, out.parent / "quarantine")
     return result.summary

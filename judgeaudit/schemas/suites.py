@@ -186,12 +186,28 @@ def judge_quality_suite() -> list:
     ]
 
 
+def leaderboard_win_rates_suite() -> list:
+    """One row per leaderboard model: rates in percent, Bradley-Terry score inside its CI."""
+    return [
+        *_columns(["model", "baseline", "judge", "n", "win_rate", "win_rate_se", "lc_win_rate", "sc_win_rate",
+                   "bt_score", "bt_ci_low", "bt_ci_high", "flagged"]),
+        gxe.ExpectTableRowCountToBeBetween(min_value=1),
+        gxe.ExpectColumnValuesToBeUnique(column="model"),
+        *[gxe.ExpectColumnValuesToBeBetween(column=c, min_value=0, max_value=100)
+          for c in ("win_rate", "lc_win_rate", "sc_win_rate")],
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="bt_score", column_B="bt_ci_low", or_equal=True),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="bt_ci_high", column_B="bt_score", or_equal=True),
+        gxe.ExpectColumnValuesToBeInSet(column="flagged", value_set=[True, False]),
+    ]
+
+
 SUITES = {"prompts": prompts_suite, "synthetic": synthetic_suite, "responses": responses_suite,
           "judgments": judgments_suite, "win_rates": metrics_suite, "pls": metrics_suite,
           "boat_results": boat_results_suite, "pu_consistency": pu_consistency_suite,
           "prefix_matrices": prefix_matrices_suite, "score_range_scores": score_range_scores_suite,
           "score_correlations": correlations_suite, "controlled_win_rates": controlled_win_rates_suite,
-          "judgment_table": judgment_table_suite, "judge_quality": judge_quality_suite}
+          "judgment_table": judgment_table_suite, "judge_quality": judge_quality_suite,
+          "leaderboard_win_rates": leaderboard_win_rates_suite}
 
 
 def build_suite(table: str) -> gx.ExpectationSuite:

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from judgeaudit.sources.judgment_table import ReadReport, load_jsonl, make_table, need
-from judgeaudit.tables import InputError
+from judgeaudit.sources.judgment_table import ReadReport, make_table, need
+from judgeaudit.tables import InputError, read_jsonl
 
 SOURCE = "judgebench"
 _DECISION = {"A>B": "1", "B>A": "2", "A=B": "tie", "B=A": "tie"}
@@ -80,7 +80,7 @@ def read_judgebench(root: str | Path) -> tuple[pd.DataFrame, ReadReport]:
 def _read_pairs(path: Path, model: str, report: ReadReport) -> dict[str, dict]:
     file = report.file(path)
     items = {}
-    for k, rec in enumerate(load_jsonl(path)):
+    for k, rec in enumerate(read_jsonl(path)):
         where = f"line {k + 1}"
         pid = str(need(rec, "pair_id", path, where))
         if pid in items:
@@ -103,7 +103,7 @@ def _read_judge(path: Path, model: str, strategy: str, judge: str, pairs: dict |
                 report: ReadReport) -> list[dict]:
     file = report.file(path)
     rows, seen = [], set()
-    for k, rec in enumerate(load_jsonl(path)):
+    for k, rec in enumerate(read_jsonl(path)):
         where = f"line {k + 1}"
         item = _item(rec, model, path, where)
         pid = item["item_id"]

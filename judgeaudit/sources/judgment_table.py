@@ -97,22 +97,6 @@ def load_json(path: Path) -> Any:
         raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
-def load_jsonl(path: Path) -> list[dict]:
-    """JSON lines, each an object; errors name the file and line."""
-    rows = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}: line {lineno}: malformed JSON ({exc.msg})") from None
-        if not isinstance(row, dict):
-            raise InputError(f"{path}: line {lineno}: expected a JSON object, got {type(row).__name__}")
-        rows.append(row)
-    return rows
-
-
 def need(record: Any, key: str, path: Path, where: str) -> Any:
     """``record[key]``, or an InputError naming the file, the record and the field."""
     if not isinstance(record, dict):

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from judgeaudit.sources.judgment_table import load_jsonl as _jsonl
+from judgeaudit.tables import read_jsonl as _jsonl
 from judgeaudit.tables import InputError
 
 ASPECTS = ("coherence", "consistency", "fluency", "relevance")
