@@ -254,7 +254,9 @@ def write_report(wr: pd.DataFrame, pls: pd.DataFrame, summary: dict, responses: 
     samples = responses.groupby("student_id").head(1)[["student_id", "prompt", "response"]].head(24)
     body = f"""<!doctype html><html><head><meta charset="utf-8"><title>judgeaudit: preference leakage</title>
 <style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto}} table.t{{border-collapse:collapse;font-size:12px}}
-table.t td,table.t th{{padding:2px 6px;border-bottom:1px solid #ddd}}</style></head><body>
+table.t td,table.t th{{padding:2px 6px;border-bottom:1px solid #ddd}}
+.ok{{color:#17662a;font-weight:bold}} .care{{color:#8a5a00;font-weight:bold}} .bad{{color:#a11;font-weight:bold}}
+img{{max-width:100%}}</style></head><body>
 <h1>judgeaudit report</h1>
 {judges_html}
 {leaderboard_html}
