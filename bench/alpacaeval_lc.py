@@ -1,0 +1,117 @@
+"""The whole AlpacaEval 2.0 leaderboard (raw, LC, style control, Bradley-Terry with 1,000
+resamples) timed, and the same annotations through AlpacaEval's own length-controlled GLM
+code, side by side, in one run.
+
+AlpacaEval's code (the ``alpaca-eval`` package from PyPI) is installed by this script into
+its own virtual environment (``bench/.venv-alpaca-eval``, never the project's). It fetches
+its instruction difficulty and its gamed-baseline annotations from a hub even for its
+smaller GLMs, which cannot run here: this script hands it, in place of that download, the
+instruction difficulty judgeaudit estimated, and compares like with like on
+``length_controlled_noreg`` (the GLM without the gamed-baseline regularisation, whose data
+are not public). AlpacaEval maps the difficulty onto an annotation file by row position, so
+every model's annotations are first put in one instruction order.
+
+    python bench/alpacaeval_lc.py [--data ../shared/data/alpacaeval/weighted_alpaca_eval_gpt4_turbo]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from judgeaudit.audits.stats import BootstrapSettings
+from judgeaudit.audits.win_rates import controlled_win_rates, instruction_difficulty, preferences
+from judgeaudit.pipeline.leaderboard import LeaderboardSettings, build_leaderboard
+from judgeaudit.sources import read_source
+
+HERE = Path(__file__).resolve().parent
+VENV = HERE / ".venv-alpaca-eval"
+PACKAGE = "alpaca-eval==0.6.6"
+
+# runs inside AlpacaEval's environment: its GLM on each model, the difficulty handed over
+CHILD = r'''
+import json, sys, time, warnings
+import pandas as pd
+warnings.filterwarnings("ignore")
+from alpaca_eval.metrics import glm_winrate
+work = sys.argv[1]
+glm_winrate.hf_hub_download = lambda **kw: f"{work}/df_gamed.csv"  # the hub download, handed over
+out, start = {}, time.perf_counter()
+for path in sorted(__import__("pathlib").Path(work, "annotations").glob("*.json")):
+    df = pd.read_json(path)
+    m = glm_winrate.get_length_controlled_winrate(df, glm_name="length_controlled_noreg", save_weights_dir=None,
+                                                  is_add_glm_preference_inplace=False, is_warn_extreme_changes=False)
+    out[path.stem] = {"lc": m["length_controlled_winrate"], "win_rate": m["win_rate"]}
+print(json.dumps({"seconds": time.perf_counter() - start, "models": out}))
+'''
+
+
+def ensure_venv() -> Path:
+    python = VENV / "bin" / "python"
+    if not python.exists():
+        print(f"installing {PACKAGE} into {VENV} (its own environment) ...", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", PACKAGE], check=True)
+    return python
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--data", default=str(HERE.parents[1] / "shared" / "data" / "alpacaeval" /
+                                         "weighted_alpaca_eval_gpt4_turbo"))
+    args = p.parse_args()
+    warnings.filterwarnings("ignore")
+    table, _ = read_source("alpacaeval", args.data)
+
+    t0 = time.perf_counter()
+    board = build_leaderboard(table, LeaderboardSettings(BootstrapSettings(1000, 0.95, 0)))
+    t_board = time.perf_counter() - t0
+
+    prefs = preferences(table)
+    difficulty = instruction_difficulty(prefs, exclude=set(board.summary["flagged"]))
+    t0 = time.perf_counter()
+    ours, _ = controlled_win_rates(prefs, difficulty, "lc")
+    t_ours = time.perf_counter() - t0
+
+    python = ensure_venv()
+    with tempfile.TemporaryDirectory() as work:
+        order = sorted(difficulty.index)  # one instruction order for every model
+        (Path(work) / "annotations").mkdir()
+        for model, grp in table.groupby("model_2"):
+            if model == grp["model_1"].iloc[0]:
+                continue  # the baseline against itself: 50 by construction
+            grp = grp.set_index("prompt").reindex(order).dropna(subset=["p_1"]).reset_index()
+            if len(grp) != len(order):
+                continue  # AlpacaEval maps difficulty by position: only complete files compare
+            pd.DataFrame({"instruction": grp["prompt"], "output_1": grp["response_1"], "output_2": grp["response_2"],
+                          "generator_1": grp["model_1"], "generator_2": model, "annotator": grp["judge"],
+                          "preference": 2.0 - grp["p_1"]}).to_json(Path(work) / "annotations" / f"{model}.json")
+        pd.DataFrame({"model": "none", "index": np.arange(len(order)),
+                      "instruction_difficulty": difficulty.reindex(order).to_numpy(),
+                      "preference": 1.5, "std_delta_len": 0.0, "not_gamed_baseline": False}
+                     ).to_csv(Path(work) / "df_gamed.csv", index=False)
+        done = subprocess.run([str(python), "-c", CHILD, work], capture_output=True, text=True, check=True)
+    theirs = json.loads(done.stdout.strip().splitlines()[-1])
+    side = ours.set_index("model")[["lc_win_rate"]].join(
+        pd.DataFrame(theirs["models"]).T.rename(columns={"lc": "alpaca_eval_lc"}), how="inner")
+    side["diff"] = side["lc_win_rate"] - side["alpaca_eval_lc"]
+    print(side.round(4).to_string())
+    print(f"\nsame difficulty, length_controlled_noreg, {len(side)} models: max |diff| {side['diff'].abs().max():.4f} "
+          f"points; within 0.01: {(side['diff'].abs() <= 0.01).sum()} of {len(side)}")
+    print(f"LC fits: judgeaudit {t_ours:.1f} s, AlpacaEval {theirs['seconds']:.1f} s "
+          f"(ratio {theirs['seconds'] / t_ours:.2f}x)")
+    print(f"whole leaderboard (raw, LC, style control, Bradley-Terry 1,000 resamples, flags), "
+          f"{len(board.board)} models: {t_board:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
