@@ -9,7 +9,7 @@ from pathlib import Path
 
 STAGE_NAMES = ("bootstrap", "generate", "train", "respond", "judge", "audit", "robustness", "boat", "pu", "prefix",
                "score_range", "real_judges", "leaderboard", "report")
-SOURCES = ("llmbar", "pandalm", "judgebench", "generic")
+
 
 # Prefect's ephemeral server needs longer than its default to start on 2 cores, and
 # telemetry stays off (set before Prefect is imported).
@@ -75,7 +75,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _verdict_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--source", required=True, choices=SOURCES, help="the format of the verdict files")
+    from judgeaudit.sources import SOURCE_NAMES
+
+    p.add_argument("--source", required=True, choices=SOURCE_NAMES, help="the format of the verdict files")
     p.add_argument("--path", required=True, help="the benchmark's folder (or, for generic, a file or folder)")
     p.add_argument("--out", required=True, help="output folder: tables (Parquet), summary.json, report.html")
     p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples per CI (default 1000)")

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from judgeaudit.audits.stats import BootstrapSettings, joint_bootstrap
-from judgeaudit.sources.judgment_table import ITEM_KEY
+from judgeaudit.sources.judgment_table import by_order
 
 GROUP = ["source", "subset", "judge", "strategy"]
 METRIC_COLUMNS = [*GROUP, "metric", "estimate", "ci_low", "ci_high", "n"]
@@ -96,11 +96,8 @@ def item_frame(table: pd.DataFrame) -> pd.DataFrame:
     for source, as_value in UNPARSEABLE_AS.items():
         hit = (table["source"] == source) & (table["verdict"] == "unparseable")
         table.loc[hit, "verdict"] = as_value
-    wide = table.pivot_table(index=ITEM_KEY, columns="order", values="verdict", aggfunc="first")
-    wide = wide.reindex(columns=["1", "2"])
-    items = table.drop_duplicates(ITEM_KEY).set_index(ITEM_KEY)
+    wide, items = by_order(table)
     out = pd.DataFrame({"v1": _codes(wide["1"]), "v2": _codes(wide["2"])}, index=wide.index)
-    items = items.reindex(out.index)
     out["label"] = _codes(items["label"])
     out["len1"] = items["response_1"].fillna("").str.len().to_numpy()
     out["len2"] = items["response_2"].fillna("").str.len().to_numpy()

@@ -22,9 +22,15 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from judgeaudit.audits.pu_audit import (PUConfig, audit_split, consistency_table, improvement_vectors,
-                                        run_pu_audit)
+from judgeaudit.audits.pu_audit import (
+    PUConfig,
+    audit_split,
+    consistency_table,
+    improvement_vectors,
+    run_pu_audit,
+)
 from judgeaudit.audits.stats import BootstrapSettings, mean_ci
+from judgeaudit.sources.judgment_table import by_order
 
 GROUP = ["source", "judge", "strategy"]
 _AB = {"1": "A", "2": "B"}
@@ -48,10 +54,7 @@ def binary_items(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(items with pair_id, qtype, verdict, human, prompt and both responses, per group;
     per group, how many items were excluded and why)."""
     to_ab = {"1": "A", "2": "B", "tie": "tie", "unparseable": "unparseable"}
-    key = [*GROUP, "subset", "item_id"]
-    wide = table.pivot_table(index=key, columns="order", values="verdict", aggfunc="first").reindex(
-        columns=["1", "2"])
-    items = table.drop_duplicates(key).set_index(key).reindex(wide.index)
+    wide, items = by_order(table)
     first = wide["1"].fillna(wide["2"]).map(to_ab)
     second = wide["2"].fillna(wide["1"]).map(to_ab)
     verdict = [one_verdict(a, b) for a, b in zip(first, second)]
@@ -106,16 +109,15 @@ def self_check(frame: pd.DataFrame, z: np.ndarray, cfg: PUConfig, settings: Boot
 
 
 def pu_audit_verdicts(table: pd.DataFrame, embed: Callable[[list[str]], np.ndarray], cfg: PUConfig,
-                      settings: BootstrapSettings, folds: int = 5, min_items: int = 20,
-                      progress: Callable | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+                      settings: BootstrapSettings, folds: int = 5, min_items: int = 20
+                      ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(consistency per group and question type, with the self-check on the "all" rows;
     per-item results of every split). ``embed`` maps texts to vectors (one call)."""
     items, excluded = binary_items(table)
     texts = sorted(set(texts_for(items, "response_a")) | set(texts_for(items, "response_b")))
     vectors = dict(zip(texts, embed(texts))) if texts else {}
     tables, per_item = [], []
-    groups = list(items.groupby(GROUP, sort=True))
-    for key, frame in (progress(groups) if progress else groups):
+    for key, frame in items.groupby(GROUP, sort=True):
         frame = frame.reset_index(drop=True)
         if len(frame) < min_items or frame["human"].nunique() < 2:
             continue

@@ -12,6 +12,8 @@ own definitions, side by side with what they published (``sources/published/``).
   label counts, each judge's accuracy / macro precision / recall / F1 against the
   majority (an unparseable "garbage" verdict read as a tie), and (win, lose, tie) counts
   per pair of response models for the humans and each judge.
+- AlpacaEval publishes its leaderboard (raw and length-controlled win rates, SEs, counts);
+  ``alpacaeval_figures`` sets a leaderboard's figures beside it.
 - JudgeBench publishes no per-file figure in its repository (its leaderboard is a web
   page); its scorer's score is computed here (a pair scores when more orders agree with
   the label than against it) with no published value beside it.
@@ -122,6 +124,36 @@ def judgebench_figures(items: pd.DataFrame) -> list[dict]:
         rows.append(_row("judgebench", "all", judge, strategy, "judgebench_score_pct", None,
                          float((counter > 0).mean() * 100)))
     return rows
+
+
+def alpacaeval_figures(board: pd.DataFrame) -> pd.DataFrame:
+    """AlpacaEval 2.0's own leaderboard figures (GPT-4 Turbo judge) beside ours."""
+    pub = pd.read_csv(_published("alpacaeval_gpt4_turbo_leaderboard.csv").open()).set_index("model")
+    ours = board.set_index("model")
+    rows = []
+    pairs = {"win_rate": "win_rate", "win_rate_se": "standard_error", "n_wins": "n_wins",
+             "n_wins_base": "n_wins_base", "n_draws": "n_draws", "n": "n_total",
+             "discrete_win_rate": "discrete_win_rate", "lc_win_rate": "length_controlled_winrate",
+             "lc_se": "lc_standard_error"}
+    for model in sorted(set(ours.index) & set(pub.index)):
+        for mine, theirs in pairs.items():
+            value = pub.loc[model, theirs]
+            if pd.isna(value):
+                continue
+            rows.append({"model": model, "figure": mine, "published": float(value),
+                         "ours": float(ours.loc[model, mine]), "diff": float(ours.loc[model, mine] - value)})
+    return pd.DataFrame(rows)
+
+
+def published_summary(published: pd.DataFrame) -> dict:
+    if published.empty:
+        return {}
+    out = {}
+    for figure, g in published.groupby("figure"):
+        exact = (g["diff"].abs() <= 1e-6 * np.maximum(1, g["published"].abs())).sum()
+        out[figure] = {"models": int(len(g)), "exact": int(exact), "max_abs_diff": float(g["diff"].abs().max()),
+                       "within_1_point": int((g["diff"].abs() <= 1).sum())}
+    return out
 
 
 def reproduce_published(table: pd.DataFrame) -> pd.DataFrame:

@@ -8,14 +8,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from judgeaudit.audits.gamed_outputs import gamed_outputs
 from judgeaudit.audits.leaderboard_stats import bootstrap_rates, gameability, rank_shifts, separability
+from judgeaudit.audits.reproduction import alpacaeval_figures, published_summary
 from judgeaudit.audits.stats import BootstrapSettings
-from judgeaudit.audits.win_rates import (LCSettings, controlled_win_rates, instruction_difficulty, preferences,
-                                         raw_win_rates)
+from judgeaudit.audits.win_rates import (
+    LCSettings,
+    controlled_win_rates,
+    instruction_difficulty,
+    preferences,
+    raw_win_rates,
+)
 
 COLUMNS = ["model", "baseline", "judge", "n", "win_rate", "win_rate_se", "lc_win_rate", "lc_se", "sc_win_rate",
            "bt_score", "bt_ci_low", "bt_ci_high", "flagged"]
@@ -62,46 +67,12 @@ def build_leaderboard(table: pd.DataFrame, settings: LeaderboardSettings) -> Lea
               .merge(sc_pred.rename(columns={"pred": "sc"}), on=["model", "prompt"]))
     # the controlled rates' spread takes each GLM's predictions as fixed: the CI is over instructions only
     games = gameability(values, {"raw": "q", "lc": "lc", "sc": "sc"}, settings.bootstrap)
-    published = compare_published(board)
-    separable = {name: separability(ci) for name, ci in (("bt", board),)}
+    published = alpacaeval_figures(board)
     summary = {"models": int(len(board)), "baseline": sorted(board["baseline"].unique().tolist()),
-               "judge": sorted(board["judge"].unique().tolist()), "separability_bt": separable["bt"],
+               "judge": sorted(board["judge"].unique().tolist()), "separability_bt": separability(board),
                "flagged": board.loc[board.flagged, "model"].tolist(),
                "published": published_summary(published)}
     return Leaderboard(board, ranks, games, flags, difficulty, published, summary)
-
-
-def compare_published(board: pd.DataFrame) -> pd.DataFrame:
-    """AlpacaEval 2.0's own leaderboard figures (GPT-4 Turbo judge) beside ours."""
-    from importlib import resources
-
-    path = resources.files("judgeaudit.sources").joinpath("published", "alpacaeval_gpt4_turbo_leaderboard.csv")
-    pub = pd.read_csv(path.open()).set_index("model")
-    ours = board.set_index("model")
-    rows = []
-    pairs = {"win_rate": "win_rate", "win_rate_se": "standard_error", "n_wins": "n_wins",
-             "n_wins_base": "n_wins_base", "n_draws": "n_draws", "n": "n_total",
-             "discrete_win_rate": "discrete_win_rate", "lc_win_rate": "length_controlled_winrate",
-             "lc_se": "lc_standard_error"}
-    for model in sorted(set(ours.index) & set(pub.index)):
-        for mine, theirs in pairs.items():
-            value = pub.loc[model, theirs]
-            if pd.isna(value):
-                continue
-            rows.append({"model": model, "figure": mine, "published": float(value),
-                         "ours": float(ours.loc[model, mine]), "diff": float(ours.loc[model, mine] - value)})
-    return pd.DataFrame(rows)
-
-
-def published_summary(published: pd.DataFrame) -> dict:
-    if published.empty:
-        return {}
-    out = {}
-    for figure, g in published.groupby("figure"):
-        exact = (g["diff"].abs() <= 1e-6 * np.maximum(1, g["published"].abs())).sum()
-        out[figure] = {"models": int(len(g)), "exact": int(exact), "max_abs_diff": float(g["diff"].abs().max()),
-                       "within_1_point": int((g["diff"].abs() <= 1).sum())}
-    return out
 
 
 def write_leaderboard(result: Leaderboard, out: Path, quarantine: Path | None = None) -> dict[str, Path]:

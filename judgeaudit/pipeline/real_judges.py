@@ -21,7 +21,6 @@ from judgeaudit.models.encoder import DEFAULT_ENCODER
 from judgeaudit.sources import read_source
 from judgeaudit.sources.judgment_table import COLUMNS
 
-
 MIN_PAIRS = 30  # below this, the headline gives no verdict: a CI on fewer pairs says little
 
 

@@ -152,17 +152,18 @@ def correlations_suite() -> list:
 def judgment_table_suite() -> list:
     """The general judgment table (sources/judgment_table.py): verdicts in the original
     labelling, one per (item, judge, strategy, order)."""
+    from judgeaudit.sources import judgment_table as table
+
     return [
         *_columns(["source", "subset", "item_id", "judge", "strategy", "order", "verdict"]),
         *[gxe.ExpectColumnToExist(column=c) for c in ("prompt", "response_1", "response_2", "model_1", "model_2",
                                                       "p_1", "label", "human_labels", "raw_output")],
         gxe.ExpectTableRowCountToBeBetween(min_value=1),
-        gxe.ExpectColumnValuesToBeInSet(column="order", value_set=["1", "2"]),
-        gxe.ExpectColumnValuesToBeInSet(column="verdict", value_set=["1", "2", "tie", "unparseable"]),
-        gxe.ExpectColumnValuesToBeInSet(column="label", value_set=["1", "2", "tie"]),  # nulls: no label
+        gxe.ExpectColumnValuesToBeInSet(column="order", value_set=list(table.ORDERS)),
+        gxe.ExpectColumnValuesToBeInSet(column="verdict", value_set=list(table.VERDICTS)),
+        gxe.ExpectColumnValuesToBeInSet(column="label", value_set=list(table.LABELS)),  # nulls: no label
         gxe.ExpectColumnValuesToBeBetween(column="p_1", min_value=0.0, max_value=1.0),
-        gxe.ExpectCompoundColumnsToBeUnique(column_list=["source", "subset", "item_id", "judge", "strategy",
-                                                         "order"]),
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=[*table.ITEM_KEY, "order"]),
     ]
 
 

@@ -13,23 +13,19 @@ from judgeaudit.sources.judgment_table import ReadReport
 Reader = Callable[[str | Path], tuple[pd.DataFrame, ReadReport]]
 
 
-def _readers() -> dict[str, Reader]:
-    from judgeaudit.sources.alpacaeval import read_alpacaeval
-    from judgeaudit.sources.generic import read_generic
-    from judgeaudit.sources.judgebench import read_judgebench
-    from judgeaudit.sources.llmbar import read_llmbar
-    from judgeaudit.sources.pandalm import read_pandalm
+from judgeaudit.sources.alpacaeval import read_alpaca_annotations  # noqa: E402
+from judgeaudit.sources.generic import read_generic  # noqa: E402
+from judgeaudit.sources.judgebench import read_judgebench  # noqa: E402
+from judgeaudit.sources.llmbar import read_llmbar  # noqa: E402
+from judgeaudit.sources.pandalm import read_pandalm  # noqa: E402
 
-    return {"llmbar": read_llmbar, "pandalm": read_pandalm, "judgebench": read_judgebench,
-            "alpacaeval": read_alpacaeval, "generic": read_generic}
-
-
-SOURCE_NAMES = ("llmbar", "pandalm", "judgebench", "alpacaeval", "generic")
+READERS: dict[str, Reader] = {"llmbar": read_llmbar, "pandalm": read_pandalm, "judgebench": read_judgebench,
+                              "alpacaeval": read_alpaca_annotations, "generic": read_generic}
+SOURCE_NAMES = tuple(READERS)
 
 
 def read_source(name: str, path: str | Path) -> tuple[pd.DataFrame, ReadReport]:
     """The judgment table of source ``name`` read from ``path``."""
-    readers = _readers()
-    if name not in readers:
-        raise ValueError(f"unknown source {name!r}; known: {sorted(readers)}")
-    return readers[name](path)
+    if name not in READERS:
+        raise ValueError(f"unknown source {name!r}; known: {sorted(READERS)}")
+    return READERS[name](path)

@@ -74,7 +74,7 @@ def preference_value(value: object) -> float | None:
     return p if 1.0 <= p <= 2.0 else None
 
 
-def read_alpacaeval(root: str | Path) -> tuple[pd.DataFrame, ReadReport]:
+def read_alpaca_annotations(root: str | Path) -> tuple[pd.DataFrame, ReadReport]:
     """Every annotation file at ``root``: the judgment table."""
     report = ReadReport(SOURCE)
     rows = []

@@ -13,7 +13,7 @@ sigmoid(score_1 - score_2). Every response model's pairs are read, with or witho
 
 from __future__ import annotations
 
-import ast
+import json
 import math
 import re
 from pathlib import Path
@@ -50,7 +50,7 @@ def _scores(judgment: dict) -> list[float] | None:
     raw = judgment.get("scores") if isinstance(judgment, dict) else None
     if raw is None:
         return None
-    values = ast.literal_eval(raw) if isinstance(raw, str) else raw
+    values = json.loads(raw) if isinstance(raw, str) else raw  # "[1.88, 1.26]" is JSON
     return [float(v) for v in values] if len(values) == 2 else None
 
 

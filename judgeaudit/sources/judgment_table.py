@@ -106,12 +106,9 @@ def need(record: Any, key: str, path: Path, where: str) -> Any:
     return record[key]
 
 
-def one_per_order(frame: pd.DataFrame) -> pd.DataFrame:
-    """Wide form: one row per item and judge/strategy, verdict_1 / verdict_2 for the two
-    orders (missing where the judge saw one order only)."""
-    keys = [*ITEM_KEY, "label"]
-    base = frame.drop_duplicates(ITEM_KEY).set_index(ITEM_KEY)
-    wide = frame.pivot_table(index=ITEM_KEY, columns="order", values="verdict", aggfunc="first")
-    wide = wide.reindex(columns=list(ORDERS)).rename(columns={o: f"verdict_{o}" for o in ORDERS})
-    out = base[[c for c in keys if c not in ITEM_KEY] + ["response_1", "response_2", "prompt"]].join(wide)
-    return out.reset_index()
+def by_order(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the verdicts per item and judge/strategy, one column per order "1" / "2", missing
+    where the judge saw one order only; the item's other fields, on the same index)."""
+    wide = table.pivot_table(index=ITEM_KEY, columns="order", values="verdict", aggfunc="first")
+    wide = wide.reindex(columns=list(ORDERS))
+    return wide, table.drop_duplicates(ITEM_KEY).set_index(ITEM_KEY).reindex(wide.index)

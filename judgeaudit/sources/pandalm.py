@@ -90,13 +90,6 @@ def read_pandalm(root: str | Path) -> tuple[pd.DataFrame, ReadReport]:
     return make_table(rows), report
 
 
-def human_table(root: str | Path) -> pd.DataFrame:
-    """One row per item: the three annotators' labels (for inter-annotator agreement)."""
-    frame, _ = read_pandalm(root)
-    items = frame.drop_duplicates("item_id")
-    return pd.DataFrame(items["human_labels"].tolist(), columns=list(ANNOTATORS), index=items["item_id"])
-
-
 def _read_judge(path: Path, judge: str, items: dict[int, dict], report: ReadReport) -> list[dict]:
     file = report.file(path)
     records = load_json(path)
