@@ -33,6 +33,9 @@ def _parser() -> argparse.ArgumentParser:
     val = sub.add_parser("validate", help="check a table file against a stage's data contract")
     val.add_argument("table", help="prompts, synthetic, responses, judgments, win_rates or pls")
     val.add_argument("path", help="the table file (.parquet, .jsonl or .csv)")
+    val.add_argument("--quarantine", type=Path, default=None,
+                     help="folder for the rows that fail (default: quarantine/ beside the table); "
+                          "each failure gets its own file, named by table, source and time")
     pu = sub.add_parser("pu-audit", help="PU audit with partial OT of real judges' verdicts "
                                          "(JudgeBench: ground truth stands in for human labels)")
     pu.add_argument("--judgebench", default="../shared/data/judgebench", help="JudgeBench folder")
@@ -232,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
 
             if args.table not in SUITES:
                 raise InputError(f"unknown table {args.table!r}; known: {sorted(SUITES)}")
-            frame = validate_table(read_table(args.path), args.table, args.path)
+            frame = validate_table(read_table(args.path), args.table, args.path,
+                                   quarantine_dir=args.quarantine or Path(args.path).parent / "quarantine")
             print(f"{args.path}: {len(frame)} rows pass the {args.table} suite")
             return 0
         if args.command == "pu-audit":

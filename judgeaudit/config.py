@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+import string
 from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from judgeaudit.generation.corpus import CATEGORIES
 from judgeaudit.generation.styles import STYLES
@@ -24,6 +26,28 @@ class ConfigError(ValueError):
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+def placeholders(template: str) -> set[str]:
+    """The ``{name}`` fields of a str.format template (``{{`` escapes excluded)."""
+    return {field for _, field, _, _ in string.Formatter().parse(template) if field is not None}
+
+
+def check_template(template: str, expected: set[str], what: str) -> str:
+    """``template`` when its placeholders are exactly ``expected``; else a ValueError naming
+    the missing and the unknown ones (a misspelt field would otherwise fail at run time,
+    or silently show the judge a literal "{answr_b}")."""
+    try:
+        got = placeholders(template)
+    except ValueError as exc:  # an unmatched brace
+        raise ValueError(f"{what}: not a valid template ({exc}); write a literal brace as {{{{ or }}}}")
+    missing, unknown = sorted(expected - got), sorted(got - expected)
+    if missing or unknown:
+        parts = ([f"missing {', '.join('{' + m + '}' for m in missing)}"] if missing else []) + (
+            [f"unknown {', '.join('{' + u + '}' for u in unknown)}"] if unknown else [])
+        raise ValueError(f"{what} must have exactly the placeholders "
+                         f"{', '.join('{' + e + '}' for e in sorted(expected))}: {'; '.join(parts)}")
+    return template
 
 
 class Size(_Strict):
@@ -90,6 +114,11 @@ class Embedded(_Strict):
     sizes: dict[str, Size]
     pretrain: TrainArgs
 
+    @field_validator("template")
+    @classmethod
+    def _template(cls, value: str) -> str:
+        return check_template(value, {"prompt"}, "template")
+
 
 class Generate(_Strict):
     max_new_tokens: int = Field(ge=1)
@@ -128,6 +157,18 @@ class Judge(_Strict):
     generative_template: str = GENERATIVE_TEMPLATE
     max_new_tokens: int = Field(ge=1, default=512)  # generative verdicts: room for the reasoning
     retry_temperature: float = Field(ge=0, default=0.7)  # the one retry of an unparseable output
+
+    @field_validator("prompt_template", "generative_template")
+    @classmethod
+    def _templates(cls, value: str, info) -> str:
+        return check_template(value, {"question", "answer_a", "answer_b"}, info.field_name)
+
+    @field_validator("verdict_tokens")
+    @classmethod
+    def _tokens(cls, value: list[str]) -> list[str]:
+        if len(value) != 2 or len(set(value)) != 2:
+            raise ValueError(f"verdict_tokens must be two distinct tokens (A, B); got {value}")
+        return value
 
 
 class Leakage(_Strict):
@@ -226,6 +267,11 @@ class ScoreRange(_Strict):
             raise ValueError("temperatures must be positive")
         return self
 
+    @field_validator("template")
+    @classmethod
+    def _template(cls, value: str) -> str:
+        return check_template(value, {"low", "high", "question", "answer"}, "template")
+
 
 class RealJudgesPU(_Strict):
     """The PU audit of recorded verdicts (partial OT), with its held-out self-check."""
@@ -263,6 +309,13 @@ class Attacks(_Strict):
     rewriter: str | None = None  # a model name: rewrite with the templates; None: rule-based attacks
     max_new_tokens: int = Field(ge=1, default=256)
     templates: dict[Literal["length", "sentiment"], str] = {}
+
+    @field_validator("templates")
+    @classmethod
+    def _templates(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, template in value.items():
+            check_template(template, {"response"}, f"templates.{name}")
+        return value
 
 
 class Scale(_Strict):
@@ -318,6 +371,12 @@ class Params(_Strict):
                     need(model, f"leakage.judges.{g}.{tier}")
         for j in self.leakage.unrelated_judges:
             need(j, "leakage.unrelated_judges")
+        judges = {entry["judge"] for entry in self.judge_roster()}
+        for name in self.judge.modes:
+            if name not in judges:
+                raise ValueError(f"judge.modes.{name} names no judge (the judges: "
+                                 f"{sorted(judges)}); a misspelt name would run that judge in "
+                                 f"mode {self.judge.mode!r}")
         if self.boat is not None:
             need(self.boat.model, "boat.model")
         if self.prefix is not None:
@@ -349,6 +408,9 @@ class Params(_Strict):
         """The spec a model loads with: given (real checkpoint) or built under ``root``."""
         entry = self.models[name]
         if entry.spec is not None:
+            if entry.spec.backend == "openai" and entry.spec.response_cache is None:
+                # keep what an endpoint answered under the data root: a rerun resumes
+                return entry.spec.model_copy(update={"response_cache": str(root.parent / "cache" / "endpoints")})
             return entry.spec
         defaults = {"chat_template": self.embedded.template, **self.model_defaults}
         return ModelSpec(path=str(root / name), **defaults)
@@ -358,22 +420,64 @@ def _where(err: dict) -> str:
     return ".".join(str(p) for p in err["loc"]) or "(top level)"
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key given twice in one mapping (plain PyYAML keeps
+    the last one silently, so a pasted-in second ``judge:`` would replace the first)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} is given twice (first on line {seen[key] + 1}); "
+                    "YAML keeps only the last, so one of them would be ignored", key_node.start_mark)
+            seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)
+
+
+def _line(root: yaml.Node | None, loc: tuple) -> int | None:
+    """The 1-based line of the deepest node of ``loc`` found in the composed YAML."""
+    node, line = root, None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            match = [(k, v) for k, v in node.value if k.value == str(part)]
+            if not match:
+                break
+            line, node = match[0][0].start_mark.line + 1, match[0][1]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            break
+    return line
+
+
 def load_params(path: str | Path = "params.yaml") -> Params:
-    """Read and validate ``path``; raise ConfigError naming the file and each bad field."""
+    """Read and validate ``path``; raise ConfigError naming the file, the line and each bad field."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: no such params file")
+    text = path.read_text()
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 -- a SafeLoader subclass
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise ConfigError(f"{where}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from exc
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level")
     try:
         return Params.model_validate(raw)
     except ValidationError as exc:
-        lines = [f"{path}: {_where(e)}: {e['msg']}" + (f" (got {e['input']!r})" if e["type"] in (
-            "literal_error", "enum") else "") for e in exc.errors()]
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        lines = []
+        for e in exc.errors():
+            # a cross-check of the whole file names its field first: "judge.modes.x names ..."
+            named = re.match(r"Value error, ([\w-]+(?:\.[\w-]+)+) ", e["msg"]) if not e["loc"] else None
+            line = _line(root, tuple(named.group(1).split(".")) if named else e["loc"])
+            got = f" (got {e['input']!r})" if e["type"] in ("literal_error", "enum") else ""
+            lines.append(f"{path}{f':{line}' if line else ''}: {_where(e)}: {e['msg']}{got}")
         raise ConfigError("invalid params:\n  " + "\n  ".join(lines)) from None
 
 

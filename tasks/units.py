@@ -120,7 +120,7 @@ def leaderboard(params: Params, out: Path) -> dict:
 
 @task(task_run_name="validate-{table}")
 def validate(frame: pd.DataFrame, table: str, source: str, quarantine: Path) -> pd.DataFrame:
-    return validate_table(frame, table, source, quarantine)
+    return validate_table(frame, table, source, quarantine_dir=quarantine)
 
 
 @task(retries=2, retry_delay_seconds=2, task_run_name="write-{path.name}")

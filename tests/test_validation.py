@@ -19,7 +19,7 @@ def _judgments(n: int = 4) -> pd.DataFrame:
 def test_valid_judgments_pass(tmp_path):
     frame = _judgments()
     assert validate_table(frame, "judgments", quarantine_dir=tmp_path).equals(frame)
-    assert not (tmp_path / "judgments.parquet").exists()
+    assert not list(tmp_path.iterdir())
 
 
 def test_corrupt_judgments_rejected_and_quarantined(tmp_path):
@@ -32,7 +32,8 @@ def test_corrupt_judgments_rejected_and_quarantined(tmp_path):
     assert "table judgments (judge stage) failed validation" in msg
     assert "expect_column_values_to_be_in_set" in msg and "'maybe'" in msg
     assert "expect_column_values_to_be_between" in msg
-    quarantined = pd.read_parquet(tmp_path / "judgments.parquet")
+    (path,) = tmp_path.glob("judgments--judge_stage--*.parquet")
+    quarantined = pd.read_parquet(path)
     assert sorted(quarantined["verdict"].tolist()) == ["A", "maybe"]
     assert len(quarantined) == 2 and "failed_expectations" in quarantined
 
@@ -50,3 +51,27 @@ def test_metrics_ci_order_checked(tmp_path):
                           "n": [10]})
     with pytest.raises(TableValidationError, match="pair_values_a_to_be_greater_than_b"):
         validate_table(frame, "pls", quarantine_dir=tmp_path)
+
+
+def test_verdicts_that_contradict_their_p_a_are_rejected(tmp_path):
+    """Drill: verdict A with P(A wins) = 0.2 (a swapped column, a sign error) fails the contract."""
+    frame = _judgments(4)
+    frame.loc[2, "p_a"] = 0.2
+    frame.loc[3, ["verdict", "p_a"]] = ["B", 0.9]
+    with pytest.raises(TableValidationError) as err:
+        validate_table(frame, "judgments", source="judge", quarantine_dir=tmp_path)
+    assert "verdict==\"A\"" in str(err.value) and "verdict==\"B\"" in str(err.value)
+    (quarantined,) = tmp_path.glob("judgments--judge--*.parquet")
+    assert len(pd.read_parquet(quarantined)) == 2
+
+
+def test_each_failure_keeps_its_own_quarantine_file(tmp_path):
+    """Drill: two failed runs leave two quarantine files (the first is not overwritten)."""
+    frame = _judgments(2)
+    frame.loc[0, "verdict"] = "maybe"
+    for _ in range(2):
+        with pytest.raises(TableValidationError):
+            validate_table(frame, "judgments", source="data/judgments/judgments.parquet",
+                           quarantine_dir=tmp_path / "quarantine")
+    files = sorted((tmp_path / "quarantine").glob("judgments--judgments--*.parquet"))
+    assert len(files) == 2 and all(len(pd.read_parquet(f)) == 1 for f in files)

@@ -22,7 +22,8 @@ _P_A = {"A": 1.0, "B": 0.0, "tie": 0.5, UNPARSEABLE: float("nan")}
 def verdicts_both_orders(model: LanguageModel, mode: str, settings, prompts: Sequence[str],
                          answers_1: Sequence[str], answers_2: Sequence[str], seed: int = 0) -> dict[str, dict]:
     """{"AB": columns, "BA": columns}; columns: verdict, p_a, and for generative verdicts the
-    judge's output and attempts. ``settings``: the params ``judge`` section."""
+    judge's output, attempts and the verdict tags it quoted
+    instead of casting. ``settings``: the params ``judge`` section."""
     prompts, answers_1, answers_2 = list(prompts), list(answers_1), list(answers_2)
     if mode == "generative":
         orders = {}
@@ -31,7 +32,7 @@ def verdicts_both_orders(model: LanguageModel, mode: str, settings, prompts: Seq
                                       max_new_tokens=settings.max_new_tokens,
                                       retry_temperature=settings.retry_temperature, seed=seed)
             orders[order] = dict(verdict=got.verdicts, p_a=[_P_A[v] for v in got.verdicts], attempts=got.attempts,
-                                 output=got.outputs)
+                                 output=got.outputs, quoted_tags=got.quoted)
         return orders
     if mode == "likelihood":
         # order-free: score each distinct (prompt, response) once, compare the scores

@@ -5,14 +5,24 @@ with exponential backoff; a thread pool bounds the requests in flight.
 With ``chat_template: auto`` prompts go to the chat endpoint as one user message;
 with a format string they go, formatted, to the completions endpoint, which is also
 the only one that can give prompt log-probs (``echo``), as vLLM's does.
+
+Faults: every endpoint failure becomes one EndpointError naming the model, the URL, the
+status and what to do; the openai client retries what retrying can fix (connection
+errors, timeouts, 429 and 5xx) with backoff; the first failure that survives its retries
+cancels the requests not yet sent. With ``response_cache`` set, every response received
+is appended to a file there, so a rerun after a fault resumes where it stopped.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import os
+import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from pathlib import Path
 
 import numpy as np
 from scipy.special import logsumexp
@@ -23,7 +33,52 @@ from judgeaudit.models.spec import ModelSpec
 
 
 class EndpointError(RuntimeError):
-    """The endpoint cannot give what the judging mode needs."""
+    """The endpoint failed, or cannot give what the judging mode needs; the message names
+    the model, the URL and what to do."""
+
+
+class ResponseCache:
+    """Responses already received, appended one JSON line each (a line cut by a kill is
+    skipped on reading), keyed by the request; thread-safe."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path, self.values, self.lock = path, {}, threading.Lock()
+        if path is not None and path.is_file():
+            for line in path.read_text().splitlines():
+                try:
+                    record = json.loads(line)
+                    self.values[record["k"]] = record["v"]
+                except (json.JSONDecodeError, KeyError, TypeError):
+                    continue
+
+    @staticmethod
+    def key(*parts) -> str:
+        return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+    def get(self, key: str):
+        return self.values.get(key)
+
+    def put(self, key: str, value) -> None:
+        with self.lock:
+            self.values[key] = value
+            if self.path is not None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with self.path.open("a") as f:
+                    f.write(json.dumps({"k": key, "v": value}) + "\n")
+
+
+def _advice(status: int | None) -> str:
+    if status in (401, 403):
+        return "check the API key in the key variable the spec names"
+    if status == 404:
+        return "check the model name (spec path) against the models the endpoint serves"
+    if status == 429:
+        return "rate limited even after retries: lower the spec's concurrency or retry later"
+    if status is not None and status >= 500:
+        return "the server failed even after retries: check its logs, then rerun (responses received are kept)"
+    if status is not None:
+        return "the endpoint refused the request: check the spec against what it accepts"
+    return "check that the server is running and the spec's base_url is right, then rerun"
 
 
 def candidate_logprobs(top: dict[str, float], candidates: Sequence[str]) -> list[float]:
@@ -57,42 +112,98 @@ class OpenAIModel(LanguageModel):
                                 "(keys are read from the environment only)")
         self.client = OpenAI(api_key=key or "EMPTY", base_url=spec.base_url, max_retries=spec.max_retries,
                              timeout=spec.timeout_s)
+        self.url = spec.base_url or "https://api.openai.com/v1"
         self.chat = spec.chat_template == "auto"
         self.progress = progress
+        self.cache = ResponseCache(Path(spec.response_cache) / f"{ResponseCache.key(self.url, spec.path)[:16]}.jsonl"
+                                   if spec.response_cache else None)
 
     def format_prompt(self, prompt: str) -> str:
         return prompt if self.chat else self.spec.chat_template.format(prompt=prompt)
 
     def _map(self, fn: Callable, items: Sequence, desc: str) -> list:
-        with ThreadPoolExecutor(max_workers=self.spec.concurrency) as pool:
-            return list(tqdm(pool.map(fn, items), total=len(items), desc=f"{desc} [{self.name}]",
-                             disable=not self.progress, leave=False))
+        """``fn`` over ``items`` with at most ``concurrency`` in flight; the first failure
+        cancels what has not started and is raised alone."""
+        pool = ThreadPoolExecutor(max_workers=self.spec.concurrency)
+        try:
+            futures = [pool.submit(fn, item) for item in items]
+            with tqdm(total=len(futures), desc=f"{desc} [{self.name}]", disable=not self.progress,
+                      leave=False) as bar:
+                for f in futures:
+                    f.add_done_callback(lambda _: bar.update())
+                done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+                failed = [f for f in futures if f.done() and not f.cancelled() and f.exception()]
+                if failed:
+                    raise failed[0].exception()
+                return [f.result() for f in futures]
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
-    def _complete(self, prompt: str, **kw):
+    def _request(self, what: str, create: Callable, read: Callable):
+        """``read(create())``, every fault turned into one EndpointError."""
+        import openai
+
+        where = f"model {self.name or self.spec.path!r} at {self.url}"
+        try:
+            response = create()
+        except openai.APIStatusError as exc:
+            raise EndpointError(f"{where}: {what} failed with HTTP {exc.status_code}: "
+                                f"{str(exc)[:300]}; {_advice(exc.status_code)}") from None
+        except openai.APIConnectionError as exc:  # includes timeouts, after the client's retries
+            raise EndpointError(f"{where}: {what} failed: {type(exc).__name__}: {exc} "
+                                f"(after {self.spec.max_retries} retries); {_advice(None)}") from None
+        except (json.JSONDecodeError, openai.APIResponseValidationError) as exc:
+            raise EndpointError(f"{where}: {what}: the endpoint's body is not the JSON of an "
+                                f"OpenAI response ({exc}); is base_url an OpenAI-compatible /v1?") from None
+        try:
+            return read(response)
+        except (AttributeError, IndexError, KeyError, TypeError) as exc:
+            raise EndpointError(f"{where}: {what}: the response has not the shape of an OpenAI "
+                                f"response ({type(exc).__name__}: {exc}; choices: "
+                                f"{getattr(response, 'choices', None)!r:.200}); is base_url an "
+                                "OpenAI-compatible /v1?") from None
+
+    def _complete(self, prompt: str, read: Callable, **kw):
+        cache_key = ResponseCache.key(self.chat, prompt, kw, read.__name__)
+        if (hit := self.cache.get(cache_key)) is not None:
+            return hit
         if self.chat:
-            return self.client.chat.completions.create(
-                model=self.spec.path, messages=[{"role": "user", "content": prompt}], **kw).choices[0]
-        kw = {("logprobs" if k == "top_logprobs" else k): v for k, v in kw.items() if k != "logprobs"}
-        return self.client.completions.create(model=self.spec.path, prompt=prompt, **kw).choices[0]
+            create = lambda: self.client.chat.completions.create(  # noqa: E731
+                model=self.spec.path, messages=[{"role": "user", "content": prompt}], **kw)
+        else:
+            kw = {("logprobs" if k == "top_logprobs" else k): v for k, v in kw.items() if k != "logprobs"}
+            create = lambda: self.client.completions.create(model=self.spec.path, prompt=prompt, **kw)  # noqa: E731
+        value = self._request("chat completion" if self.chat else "completion", create,
+                              lambda response: read(response.choices[0]))
+        self.cache.put(cache_key, value)
+        return value
 
     def generate(self, prompts: Sequence[str], *, max_new_tokens: int, temperature: float = 0.0,
                  seed: int = 0) -> list[str]:
+        def text(choice) -> str:
+            got = choice.message.content if self.chat else choice.text
+            if got is not None and not isinstance(got, str):
+                raise TypeError(f"text is {type(got).__name__}, not a string")
+            return (got or "").strip()
+
         def one(prompt: str) -> str:
-            choice = self._complete(prompt, max_tokens=max_new_tokens, temperature=temperature, seed=seed)
-            text = choice.message.content if self.chat else choice.text
-            return (text or "").strip()
+            return self._complete(prompt, text, max_tokens=max_new_tokens, temperature=temperature, seed=seed)
         return self._map(one, list(prompts), "generate")
 
     def _top_logprobs(self, prompt: str) -> dict[str, float]:
-        choice = self._complete(prompt, max_tokens=1, temperature=0.0, logprobs=True,
-                                top_logprobs=self.spec.top_logprobs)
-        if choice.logprobs is None:
-            raise EndpointError(f"{self.spec.base_url or 'api.openai.com'} gave no log-probs for "
-                                f"{self.name!r}: use the generative judge mode for it")
-        if self.chat:
-            first = choice.logprobs.content[0]
-            return {t.token: t.logprob for t in first.top_logprobs}
-        return dict(choice.logprobs.top_logprobs[0])
+        def top(choice) -> dict[str, float] | None:
+            if choice.logprobs is None:
+                return None
+            if self.chat:
+                return {t.token: t.logprob for t in choice.logprobs.content[0].top_logprobs}
+            return dict(choice.logprobs.top_logprobs[0])
+
+        got = self._complete(prompt, top, max_tokens=1, temperature=0.0, logprobs=True,
+                             top_logprobs=self.spec.top_logprobs)
+        if got is None:
+            raise EndpointError(f"{self.url} gave no log-probs for {self.name!r}: use the generative "
+                                "judge mode for it")
+        return got
 
     def next_token_logprobs(self, prompts: Sequence[str], candidates: Sequence[str]) -> np.ndarray:
         tops = self._map(self._top_logprobs, list(prompts), "verdict")
@@ -109,12 +220,22 @@ class OpenAIModel(LanguageModel):
         def one(pair: tuple[str, str]) -> tuple[float, int]:
             prompt, completion = pair
             completion = " " + completion if completion and not completion[0].isspace() else completion
-            choice = self.client.completions.create(model=self.spec.path, prompt=prompt + completion,
-                                                    max_tokens=0, echo=True, logprobs=0).choices[0]
-            lp = choice.logprobs
-            if lp is None or lp.text_offset is None:
-                raise EndpointError(f"{self.spec.base_url} gave no prompt log-probs (echo) for {self.name!r}")
-            picked = [v for off, v in zip(lp.text_offset, lp.token_logprobs)
-                      if off >= len(prompt) and v is not None]
-            return float(sum(picked)), len(picked)
+            key = ResponseCache.key("echo", prompt, completion)
+            if (hit := self.cache.get(key)) is not None:
+                return tuple(hit)
+
+            def read(response) -> tuple[float, int] | None:
+                lp = response.choices[0].logprobs
+                if lp is None or lp.text_offset is None:
+                    return None
+                picked = [v for off, v in zip(lp.text_offset, lp.token_logprobs)
+                          if off >= len(prompt) and v is not None]
+                return float(sum(picked)), len(picked)
+
+            got = self._request("completion (echo)", lambda: self.client.completions.create(
+                model=self.spec.path, prompt=prompt + completion, max_tokens=0, echo=True, logprobs=0), read)
+            if got is None:
+                raise EndpointError(f"{self.url} gave no prompt log-probs (echo) for {self.name!r}")
+            self.cache.put(key, list(got))
+            return got
         return np.array(self._map(one, list(zip(prompts, completions)), "score"), dtype=float).reshape(-1, 2)

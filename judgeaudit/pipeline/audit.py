@@ -34,6 +34,9 @@ def leakage_audit(params: Params, judgments: pd.DataFrame) -> tuple[pd.DataFrame
         "n_judgments": int(len(judgments)),
         "n_unparseable": {j: int(n) for j, n in
                           judgments.assign(u=judgments.verdict == "unparseable").groupby("judge")["u"].sum().items()},
+        # generative judges: outputs that quoted a verdict tag (from a response, or in quotes)
+        "n_quoting": ({j: int(n) for j, n in judgments.assign(q=judgments["quoted_tags"].fillna(0) > 0)
+                       .groupby("judge")["q"].sum().items()} if "quoted_tags" in judgments else {}),
         "position_consistency": float((flipped == consistency["BA"]).mean()),
         "pls_by_tier": {r.tier: _fig(r) for r in pls[pls.scope == "tier"].itertuples()},
         "pls_by_tier_method": {f"{r.tier}/{r.method}": _fig(r)

@@ -84,7 +84,7 @@ def write_leaderboard(result: Leaderboard, out: Path, quarantine: Path | None = 
 
     out.mkdir(parents=True, exist_ok=True)
     validate_table(result.board, "leaderboard_win_rates", str(out / "win_rates.parquet"),
-                   quarantine or out / "quarantine")
+                   quarantine_dir=quarantine or out / "quarantine")
     paths = {name: write_table(frame, out / f"{name}.parquet") for name, frame in (
         ("win_rates", result.board), ("ranks", result.ranks), ("gameability", result.gameability),
         ("flags", result.flags), ("published", result.published),

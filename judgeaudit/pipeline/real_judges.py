@@ -168,8 +168,8 @@ def write_audit(result: VerdictAudit, out: Path, quarantine: Path) -> dict[str, 
     out.mkdir(parents=True, exist_ok=True)
     paths = {}
     if len(result.judgments):
-        validate_table(result.judgments, "judgment_table", str(out / "judgments.parquet"), quarantine)
-        validate_table(result.card, "judge_quality", str(out / "judge_quality.parquet"), quarantine)
+        validate_table(result.judgments, "judgment_table", str(out / "judgments.parquet"), quarantine_dir=quarantine)
+        validate_table(result.card, "judge_quality", str(out / "judge_quality.parquet"), quarantine_dir=quarantine)
     for name, frame in (("judgments", result.judgments), ("judge_quality", result.card),
                         ("reproduction", result.reproduction), ("pu_consistency", result.pu),
                         ("files_read", result.files)):

@@ -104,8 +104,10 @@ def _robustness_section(robust: dict | None) -> str:
             "responses and after removing house-style phrases, markdown format, or wording "
             "(synonym swaps) from every student response.</p>" + _fmt(table)
             + "<h2>Presentation attacks</h2><p>Share of each judge's verdicts that flip when the "
-            "response it made lose is lengthened, made enthusiastic, or given an irrelevant "
-            "paragraph (per question category in data/robustness/attack_flips.parquet).</p>"
+            "response it made lose is lengthened, made enthusiastic, given an irrelevant "
+            "paragraph, or made to carry a prompt injection (an instruction to the judge, or a "
+            "forged verdict for itself); per question category in "
+            "data/robustness/attack_flips.parquet.</p>"
             + _fmt(flips) + calib_html + lc_html)
 
 

@@ -59,10 +59,20 @@ def judgments_suite() -> list:
         gxe.ExpectColumnValuesToBeInSet(column="order", value_set=list(ORDERS)),
         gxe.ExpectColumnValuesToBeInSet(column="verdict", value_set=list(VERDICTS)),
         gxe.ExpectColumnValuesToBeBetween(column="p_a", min_value=0.0, max_value=1.0),
+        *_verdict_agrees_with_p_a(),
         gxe.ExpectCompoundColumnsToBeUnique(
             column_list=["judge", "method", "student_base", "generator_a", "generator_b",
                          "prompt_id", "order"]),
     ]
+
+
+def _verdict_agrees_with_p_a() -> list:
+    """A verdict A means P(A wins) above one half, B below it: a table whose verdicts
+    contradict their own probabilities (a swapped column, a sign error) is rejected."""
+    return [gxe.ExpectColumnValuesToBeBetween(column="p_a", row_condition=f'verdict=="{v}"',
+                                              condition_parser="pandas", **bounds)
+            for v, bounds in (("A", dict(min_value=0.5, strict_min=True)),
+                              ("B", dict(max_value=0.5, strict_max=True)))]
 
 
 def metrics_suite() -> list:

@@ -4,13 +4,22 @@ naming the table, each failed expectation and example rows."""
 from __future__ import annotations
 
 import logging
+import re
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
 
 from judgeaudit.tables import write_table
 
-QUARANTINE_DIR = Path("data/quarantine")
+
+
+def quarantine_path(quarantine_dir: str | Path, table: str, source: str) -> Path:
+    """A new file per failed validation, named by table, source (the stage or file) and UTC
+    time, so that one run's quarantined rows never overwrite another's."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    where = re.sub(r"[^\w.-]+", "_", Path(source).stem if "/" in source else source)[-60:] or "table"
+    return Path(quarantine_dir) / f"{table}--{where}--{stamp}.parquet"
 
 
 class TableValidationError(ValueError):
@@ -32,9 +41,11 @@ def _context():  # one ephemeral GE context per process: creating it is the slow
 _CTX = None
 
 
-def validate_table(frame: pd.DataFrame, table: str, source: str = "",
-                   quarantine_dir: str | Path = QUARANTINE_DIR) -> pd.DataFrame:
-    """Validate ``frame`` against the ``table`` suite and return it unchanged if it passes."""
+def validate_table(frame: pd.DataFrame, table: str, source: str = "", *,
+                   quarantine_dir: str | Path) -> pd.DataFrame:
+    """Validate ``frame`` against the ``table`` suite and return it unchanged if it passes;
+    else quarantine its bad rows in a new file under ``quarantine_dir`` (the data root's
+    ``quarantine/``) and raise TableValidationError."""
     from judgeaudit.schemas.suites import build_suite
 
     ctx = _context()
@@ -74,6 +85,6 @@ def validate_table(frame: pd.DataFrame, table: str, source: str = "",
         quarantined["failed_expectations"] = [", ".join(bad_rows[i]) for i in sorted(bad_rows)]
         path = write_table(quarantined.astype({c: str for c in quarantined.columns
                                                if quarantined[c].dtype == object}),
-                           Path(quarantine_dir) / f"{table}.parquet")
+                           quarantine_path(quarantine_dir, table, source))
         message += f"\n  {len(bad_rows)} invalid row(s) quarantined in {path}"
     raise TableValidationError(message)
