@@ -181,14 +181,29 @@ def _leaderboard(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_read_report(report) -> None:
+    """Every rejected record (with its reason) and every note of a reader, on stderr."""
+    for f in report.files:
+        if f.rejected:
+            reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(f.rejected.items()))
+            print(f"judgeaudit: {f.path}: {f.rows_read} rows read, skipped: {reasons}", file=sys.stderr)
+    for note in report.notes:
+        print(f"judgeaudit: note: {note}", file=sys.stderr)
+
+
 def _pu_audit(args: argparse.Namespace) -> int:
     from judgeaudit.audits.pu_audit import PUConfig
     from judgeaudit.models.encoder import Encoder
     from judgeaudit.pipeline.pu import judgebench_pu_audit
     from judgeaudit.report.pu_report import write_pu_report
 
+    from judgeaudit.sources.judgebench import read_judgebench
+
     cfg = PUConfig(p_ratio=args.p_ratio, eta=args.eta, n_splits=args.splits, seed=args.seed)
-    table, sens, items = judgebench_pu_audit(args.judgebench, Encoder(args.encoder, progress=True), cfg)
+    # every file is read and checked before the encoder runs (the expensive part)
+    recorded, report = read_judgebench(args.judgebench)
+    _print_read_report(report)
+    table, sens, items = judgebench_pu_audit(recorded, Encoder(args.encoder, progress=True), cfg)
     write_pu_report(table, sens, items, cfg.eta, Path(args.out))
     cols = ["judge", "n_pairs", "cons_orig", "cons_orig_std", "cons_adj", "cons_adj_std",
             "cons_adj_ci_low", "cons_adj_ci_high", "flip_rate"]

@@ -27,8 +27,23 @@ from tasks import units
 JUDGMENT_ORDER = ["judge", "method", "student_base", "generator_a", "generator_b", "prompt_id", "order"]
 
 
+# the stage that writes each table a later stage reads
+WRITTEN_BY = {"prompts": "bootstrap", "synthetic": "generate", "student_index": "train", "responses": "respond",
+              "judgments": "judge", "win_rates": "audit", "pls": "audit", "score_correlations": "score_range",
+              "judge_quality": "real_judges"}
+
+
+def _upstream(path: Path, table: str, layout: Layout, required: tuple[str, ...] = ()) -> pd.DataFrame:
+    """An upstream table; absent, an error that names the stage to run first."""
+    if not path.is_file():
+        stage = WRITTEN_BY[table]
+        raise FileNotFoundError(f"{path}: no {table} table under {layout.root}; the {stage!r} stage writes it: "
+                                f"run `dvc repro {stage}` (or `judgeaudit run {stage} --root {layout.root}`) first")
+    return read_table(path, required)
+
+
 def _read(path: Path, table: str, layout: Layout) -> pd.DataFrame:
-    return units.validate(read_table(path), table, str(path), layout.quarantine)
+    return units.validate(_upstream(path, table, layout), table, str(path), layout.quarantine)
 
 
 def _unconfigured(section: object, out: Path) -> bool:
@@ -109,7 +124,7 @@ def respond_flow(params_path: str = "params.yaml", root: str = "data") -> int:
     params, layout = load_params(params_path), Layout(Path(root))
     prompts = _read(layout.prompts, "prompts", layout)
     synthetic = _read(layout.synthetic, "synthetic", layout)
-    index = read_table(layout.student_index, ["student_id", "path", "method"])
+    index = _upstream(layout.student_index, "student_index", layout, ("student_id", "path", "method"))
     frames = [units.respond(params, s, prompts, synthetic, Path(s["path"]), str(layout.root))
               for s in index.to_dict("records")]
     return len(_publish(frames, "responses", "respond", layout.responses, layout))

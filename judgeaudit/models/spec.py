@@ -3,6 +3,7 @@ prompt/chat template, and for endpoints their URL, key variable and limits."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -37,3 +38,16 @@ class ModelSpec(BaseModel):
     # vllm backend
     gpu_memory_utilization: float = Field(default=0.85, gt=0, le=1)
     tensor_parallel_size: int = Field(default=1, ge=1)
+
+
+def require_local(path: str, what: str) -> str:
+    """``path`` unless it is plainly a local path (absolute, ``./``, ``~``, or deeper than a
+    hub id's ``namespace/name``) that does not exist: then a FileNotFoundError that says
+    so, instead of the hub's "Repo id must be in the form ..." for a folder never built."""
+    local = path.startswith(("/", ".", "~")) or path.count("/") >= 2
+    if local and not Path(path).expanduser().exists():
+        raise FileNotFoundError(
+            f"{path}: {what} does not exist. A model the pipeline builds appears there after "
+            "`dvc repro bootstrap` (or `judgeaudit run bootstrap`) with the same --root; "
+            "otherwise give a checkpoint folder or a hub id")
+    return path

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from judgeaudit.models.base import LanguageModel, apply_template
-from judgeaudit.models.spec import ModelSpec
+from judgeaudit.models.spec import ModelSpec, require_local
 
 
 class VLLMModel(LanguageModel):
@@ -23,6 +23,7 @@ class VLLMModel(LanguageModel):
         except ImportError as exc:  # CPU machines: vLLM is a GPU worker's dependency
             raise ImportError("the vllm backend needs `pip install vllm` on a CUDA machine; "
                               "use backend: transformers elsewhere") from exc
+        require_local(spec.path, f"model {name or spec.path!r}")
         self.llm = LLM(model=spec.path, dtype=spec.dtype, seed=0, trust_remote_code=False,
                        gpu_memory_utilization=spec.gpu_memory_utilization,
                        tensor_parallel_size=spec.tensor_parallel_size, enable_prefix_caching=True)

@@ -16,13 +16,16 @@ from judgeaudit.models.encoder import Encoder
 from judgeaudit.sources.judgebench import read_judgebench
 
 
-def judgebench_pu_audit(root: str | Path, encoder: Encoder, cfg: PUConfig, *, n_boot: int = 2000,
-                        confidence: float = 0.95, sensitivity: bool = True
+def judgebench_pu_audit(root: str | Path | pd.DataFrame, encoder: Encoder, cfg: PUConfig, *,
+                        n_boot: int = 2000, confidence: float = 0.95, sensitivity: bool = True
                         ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(consistency per judge and question type, sensitivity to p_ratio and m, per-item
-    results of every split) for every judge in the JudgeBench folder ``root``."""
-    table, _ = read_judgebench(root)
+    results of every split) for every judge in the JudgeBench folder ``root`` (or its
+    judgment table, already read and checked)."""
+    table = read_judgebench(root)[0] if not isinstance(root, pd.DataFrame) else root
     items, _ = binary_items(table)
+    if items.empty:
+        raise ValueError("no judge verdict with a label to audit: the folder has pairs but no judge file")
     texts = sorted(set(texts_for(items, "response_a")) | set(texts_for(items, "response_b")))
     vectors = dict(zip(texts, encoder.embed(texts)))
     tables, sens, per_item = [], [], []
