@@ -16,7 +16,7 @@ def test_serve_before_the_models_are_built(tmp_path, tiny_params_file, capsys):
     assert "dvc repro bootstrap" in err
 
 
-@pytest.mark.parametrize("stage,upstream", [("judge", "respond"), ("respond", "bootstrap"), ("train", "bootstrap"), ("audit", "judge")])
+@pytest.mark.parametrize("stage,upstream", [("judge", "respond"), ("respond", "bootstrap"), ("train", "generate"), ("audit", "judge")])
 def test_a_stage_before_its_upstream_names_the_stage_to_run_first(tmp_path, tiny_params_file, stage, upstream):
     from flows.stages import STAGES
 
