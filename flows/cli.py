@@ -269,10 +269,20 @@ def main(argv: list[str] | None = None) -> int:
             from judgeaudit.pipeline.bootstrap import make_prompts
 
             make_prompts(params)
-        from flows.stages import STAGES, full_audit
+        from flows.server import exit_on_sigterm, prefect_api
+        from flows.stages import STAGES, full_audit, missing_upstream
 
+        if args.stage and (missing := missing_upstream(args.stage, args.root)):
+            raise FileNotFoundError(missing)  # said before any server starts
+
+        exit_on_sigterm()
+        from judgeaudit.tables import remove_leftovers
+
+        for path in remove_leftovers(args.root):
+            print(f"judgeaudit: removed {path}, left by an interrupted write", file=sys.stderr)
         flow = STAGES[args.stage] if args.stage else full_audit
-        result = flow(params_path=args.params, root=args.root)
+        with prefect_api():
+            result = flow(params_path=args.params, root=args.root)
         print(f"judgeaudit: {args.stage or 'full audit'} done: {result}")
         return 0
     except (ConfigError, InputError, TableValidationError, ValueError, FileNotFoundError) as exc:

@@ -27,18 +27,40 @@ from tasks import units
 JUDGMENT_ORDER = ["judge", "method", "student_base", "generator_a", "generator_b", "prompt_id", "order"]
 
 
-# the stage that writes each table a later stage reads
+# the stage that writes each table a later stage reads, and the tables each stage reads
 WRITTEN_BY = {"prompts": "bootstrap", "synthetic": "generate", "student_index": "train", "responses": "respond",
               "judgments": "judge", "win_rates": "audit", "pls": "audit", "score_correlations": "score_range",
               "judge_quality": "real_judges"}
+READS = {"generate": ("prompts",), "train": ("synthetic",), "respond": ("prompts", "synthetic", "student_index"),
+         "judge": ("responses",), "audit": ("judgments",), "robustness": ("responses", "judgments"),
+         "report": ("win_rates", "pls", "responses")}
+
+
+def table_path(table: str, layout: Layout) -> Path:
+    return {"prompts": layout.prompts, "synthetic": layout.synthetic, "student_index": layout.student_index,
+            "responses": layout.responses, "judgments": layout.judgments,
+            "win_rates": layout.metrics / "win_rates.parquet", "pls": layout.metrics / "pls.parquet"}[table]
+
+
+def _missing(path: Path, table: str, layout: Layout) -> str:
+    stage = WRITTEN_BY[table]
+    return (f"{path}: no {table} table under {layout.root}; the {stage!r} stage writes it: "
+            f"run `dvc repro {stage}` (or `judgeaudit run {stage} --root {layout.root}`) first")
+
+
+def missing_upstream(stage: str, root: str | Path) -> str | None:
+    """What ``stage`` reads and is not there yet, with the stage to run first; None if all is there."""
+    layout = Layout(Path(root))
+    for table in READS.get(stage, ()):
+        if not table_path(table, layout).is_file():
+            return _missing(table_path(table, layout), table, layout)
+    return None
 
 
 def _upstream(path: Path, table: str, layout: Layout, required: tuple[str, ...] = ()) -> pd.DataFrame:
     """An upstream table; absent, an error that names the stage to run first."""
     if not path.is_file():
-        stage = WRITTEN_BY[table]
-        raise FileNotFoundError(f"{path}: no {table} table under {layout.root}; the {stage!r} stage writes it: "
-                                f"run `dvc repro {stage}` (or `judgeaudit run {stage} --root {layout.root}`) first")
+        raise FileNotFoundError(_missing(path, table, layout))
     return read_table(path, required)
 
 
@@ -110,7 +132,7 @@ def train_flow(params_path: str = "params.yaml", root: str = "data") -> int:
             for method in params.leakage.methods:
                 out = layout.students / student_id(base, gen, method)
                 rows.append(units.train_student(params, base, gen, method, synthetic, base_dir, out))
-    keep = {Path(r["path"]).name for r in rows} | {layout.student_index.name}
+    keep = {Path(layout.from_stored(r["path"])).name for r in rows} | {layout.student_index.name}
     for stale in layout.students.iterdir():  # students of an earlier config
         if stale.name not in keep and stale.is_dir():
             shutil.rmtree(stale)
@@ -125,7 +147,7 @@ def respond_flow(params_path: str = "params.yaml", root: str = "data") -> int:
     prompts = _read(layout.prompts, "prompts", layout)
     synthetic = _read(layout.synthetic, "synthetic", layout)
     index = _upstream(layout.student_index, "student_index", layout, ("student_id", "path", "method"))
-    frames = [units.respond(params, s, prompts, synthetic, Path(s["path"]), str(layout.root))
+    frames = [units.respond(params, s, prompts, synthetic, Path(layout.from_stored(s["path"])), str(layout.root))
               for s in index.to_dict("records")]
     return len(_publish(frames, "responses", "respond", layout.responses, layout))
 

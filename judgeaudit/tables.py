@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -67,7 +68,9 @@ def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
     """Write Parquet atomically (temp file, then rename)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    for stale in path.parent.glob(f".{path.name}.*.tmp"):  # left by a write that was killed
+        stale.unlink(missing_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
         frame.to_parquet(tmp, index=False)
@@ -82,17 +85,37 @@ def write_json(obj: object, path: str | Path) -> Path:
     """Write JSON atomically, keys sorted so reruns give identical bytes."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
     os.replace(tmp, path)
     return path
 
 
+# the scratch names of write_table and atomic_dir: ".<name>.<8 random chars>[.tmp]"
+_SCRATCH = re.compile(r"^\..+\.[A-Za-z0-9_]{8}(\.tmp)?$")
+
+
+def remove_leftovers(root: str | Path) -> list[Path]:
+    """Remove what interrupted atomic writes left under ``root`` (a run killed mid-write
+    leaves its scratch file or folder); return what was removed."""
+    removed = [p for p in Path(root).rglob(".*") if _SCRATCH.match(p.name)] if Path(root).is_dir() else []
+    for path in removed:
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    return removed
+
+
 @contextlib.contextmanager
 def atomic_dir(path: str | Path) -> Iterator[Path]:
-    """Yield a scratch directory that replaces ``path`` only if the block succeeds."""
+    """Yield a scratch directory that replaces ``path`` only if the block succeeds; the
+    scratch directories of earlier writes that were killed are removed first."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    for stale in path.parent.glob(f".{path.name}.*"):  # left by a write that was killed
+        shutil.rmtree(stale, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}."))
     try:
         yield tmp

@@ -40,6 +40,15 @@ def library_digest() -> str:
     return h.hexdigest()
 
 
+def written(path: Path, artifacts: str | None = None) -> bool:
+    """``path`` exists and, for a folder, holds a file, or a folder with a file, matching
+    ``artifacts`` (any file if None)."""
+    if path.is_file():
+        return True
+    matches = path.glob(artifacts) if artifacts else path.iterdir() if path.is_dir() else []
+    return any(m.is_file() or any(f.is_file() for f in m.rglob("*")) for m in matches)
+
+
 def _digest(value: Any, sections: Sequence[str]) -> str:
     if isinstance(value, Params):
         dumped = value.model_dump(mode="json")
@@ -51,12 +60,15 @@ def _digest(value: Any, sections: Sequence[str]) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def artifact_cache(sections: Sequence[str] = (), output: str | None = None) -> CacheKeyFnPolicy:
+def artifact_cache(sections: Sequence[str] = (), output: str | None = None,
+                   artifacts: str | None = None) -> CacheKeyFnPolicy:
     """A cache policy for tasks that read ``sections`` of params; ``output`` names the
-    parameter holding the path the task writes (re-run when it is gone)."""
+    parameter holding the path the task writes, and ``artifacts`` a glob of what it
+    writes there: the task re-runs when the path is gone or holds none of them (a flow
+    that creates the folder first, or a new data root, must not look done)."""
 
     def key(ctx, inputs: dict[str, Any]) -> str | None:
-        if output is not None and not Path(inputs[output]).exists():
+        if output is not None and not written(Path(inputs[output]), artifacts):
             return None
         h = hashlib.sha256(inspect.getsource(ctx.task.fn).encode() + library_digest().encode())
         for name in sorted(set(inputs) - {output}):

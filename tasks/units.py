@@ -81,14 +81,15 @@ def pu_audit(params: Params, models_dir: Path, root: str) -> tuple[pd.DataFrame,
     return pu_default.pu_stage(params, Layout(Path(root)))
 
 
-@task(cache_policy=artifact_cache(("seed", "corpus", "audit", "prefix", *MODELS), output="out"), **_LOAD)
+@task(cache_policy=artifact_cache(("seed", "corpus", "audit", "prefix", *MODELS), output="out", artifacts="rm-*"),
+      **_LOAD)
 def prefix_audit(params: Params, base_dir: Path, out: Path) -> tuple[pd.DataFrame, dict]:
     """``out``: the folder the reward models are written to."""
     return prefix.prefix_stage(params, Layout(out.parent))
 
 
-@task(cache_policy=artifact_cache(("seed", "corpus", "audit", "score_range", *MODELS), output="out"),
-      **_LOAD)
+@task(cache_policy=artifact_cache(("seed", "corpus", "audit", "score_range", *MODELS), output="out",
+                                  artifacts="scorers"), **_LOAD)
 def score_range_audit(params: Params, models_dir: Path, out: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """``out``: the folder the scoring judges are fine-tuned into."""
     return score_range.score_range_stage(params, Layout(out.parent))

@@ -22,3 +22,10 @@ def test_a_stage_before_its_upstream_names_the_stage_to_run_first(tmp_path, tiny
 
     with pytest.raises(FileNotFoundError, match=rf"the '{upstream}' stage writes it: run `dvc repro {upstream}`"):
         STAGES[stage].fn(str(tiny_params_file), str(tmp_path / "data"))
+
+
+def test_run_says_which_stage_to_run_first_before_any_server(tmp_path, tiny_params_file, capsys):
+    code = main(["run", "judge", "--params", str(tiny_params_file), "--root", str(tmp_path / "data")])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and "Prefect server" not in err
+    assert "no responses table" in err and "run `dvc repro respond`" in err

@@ -17,7 +17,7 @@ TABLES = ["prompts/prompts.parquet", "synthetic/answers.parquet", "responses/res
           "prefix/matrices.parquet", "robustness/ablation.parquet", "robustness/attack_flips.parquet",
           "robustness/controlled_win_rates.parquet", "score_range/scores.parquet",
           "score_range/correlations.parquet", "real_judges/judgments.parquet", "real_judges/judge_quality.parquet",
-          "leaderboard/win_rates.parquet"]
+          "leaderboard/win_rates.parquet", "students/index.parquet"]  # index: paths relative to the root
 
 
 def test_full_audit_flow(prefect_server, tiny_params_file, tmp_path):

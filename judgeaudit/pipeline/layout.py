@@ -69,3 +69,18 @@ class Layout:
     @property
     def quarantine(self) -> Path:
         return self.root / "quarantine"
+
+    # paths stored in tables are relative to the root, so the same run in two folders
+    # writes the same tables; a path outside the root (a hub id, a checkpoint) stays as is
+    ROOT_MARK = "<root>/"
+
+    def to_stored(self, path: str | Path) -> str:
+        """``<root>/students/x`` for a path under the root, else ``path`` unchanged."""
+        try:
+            return self.ROOT_MARK + Path(path).resolve().relative_to(self.root.resolve()).as_posix()
+        except ValueError:
+            return str(path)
+
+    def from_stored(self, stored: str) -> str:
+        """The path ``to_stored`` wrote, under this root."""
+        return str(self.root / stored.removeprefix(self.ROOT_MARK)) if stored.startswith(self.ROOT_MARK) else stored

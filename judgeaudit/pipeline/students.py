@@ -52,7 +52,8 @@ def train_student(params: Params, base: str, generator: str, method: str,
     row = {"student_id": sid, "student_base": base, "generator": generator, "method": method,
            "path": "", "shots": "[]", "train_loss": float("nan"), "steps": 0}
     if method == "icl":
-        return {**row, "path": spec.path, "shots": json.dumps(icl_shots(params, synthetic, generator))}
+        return {**row, "path": layout.to_stored(spec.path),
+                "shots": json.dumps(icl_shots(params, synthetic, generator))}
     if method == "sft":
         rows = [{"prompt": template.format(prompt=p), "completion": " " + a}
                 for p, a in _own(synthetic, generator)[["prompt", "answer"]].itertuples(index=False)]
@@ -62,7 +63,7 @@ def train_student(params: Params, base: str, generator: str, method: str,
                       params.train.dpo_beta, seed, spec.max_length)
     else:
         raise ValueError(f"unknown training method {method!r}")
-    return {**row, "path": str(out), "train_loss": float(summary["train_loss"] or float("nan")),
+    return {**row, "path": layout.to_stored(out), "train_loss": float(summary["train_loss"] or float("nan")),
             "steps": int(summary["steps"])}
 
 
@@ -70,7 +71,7 @@ def respond(params: Params, student: dict, prompts: pd.DataFrame, synthetic: pd.
             layout: Layout, progress: bool = True) -> pd.DataFrame:
     """One student's greedy answers to the eval prompts (ICL: few-shot context first)."""
     base_spec = params.spec_for(student["student_base"], layout.models)
-    spec = base_spec.model_copy(update={"path": student["path"]})
+    spec = base_spec.model_copy(update={"path": layout.from_stored(student["path"])})
     model = load_model(spec, name=student["student_id"], progress=progress)
     evals = prompts[prompts["split"] == "eval"].reset_index(drop=True)
     context = ""

@@ -1,0 +1,115 @@
+"""The Prefect API a `judgeaudit run` reports to: the one PREFECT_API_URL names, or a
+temporary local server that lives exactly as long as the run.
+
+Prefect's own ephemeral server is stopped by an ``atexit`` hook, which never runs when
+the run is killed (SIGKILL, or SIGTERM without a handler), so the server outlived every
+killed run, still listening. This one is started with the kernel's parent-death signal
+(Linux ``PR_SET_PDEATHSIG``): whatever kills the run, the server gets SIGTERM and stops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except OSError:  # not Linux: the SIGTERM handler of the run is the remaining guard
+        pass
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def prefect_api(startup_timeout_s: float = 180.0) -> Iterator[str]:
+    """Yield the API URL; a temporary server started here is stopped on the way out
+    and dies with this process if it is killed."""
+    import httpx
+    import prefect
+    from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
+
+    if PREFECT_API_URL.value():
+        yield PREFECT_API_URL.value()
+        return
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/api"
+    env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
+           **get_current_settings().to_environment_variables(exclude_unset=True)}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent), "--factory",
+         "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(port),
+         "--log-level", "error", "--lifespan", "on"],
+        env=env, preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+    try:
+        deadline = time.monotonic() + startup_timeout_s
+        while True:
+            if server.poll() is not None:
+                raise RuntimeError(f"the temporary Prefect server exited with code {server.returncode}")
+            try:
+                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the temporary Prefect server did not answer on {url} within "
+                                   f"{startup_timeout_s:.0f} s")
+            time.sleep(0.1)
+        print(f"judgeaudit: temporary Prefect server on {url} (set PREFECT_API_URL to use your own)",
+              file=sys.stderr)
+        previous = os.environ.get("PREFECT_API_URL")
+        os.environ["PREFECT_API_URL"] = url  # worker processes (Dask) report to it too
+        try:
+            with temporary_settings(updates={PREFECT_API_URL: url}):
+                try:
+                    yield url
+                finally:
+                    _drain()
+        finally:
+            if previous is None:
+                os.environ.pop("PREFECT_API_URL", None)
+            else:
+                os.environ["PREFECT_API_URL"] = previous
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def _drain() -> None:
+    """Send the logs and events still queued before the server stops (as Prefect's test
+    harness does), so that stopping it costs no "connection failed" errors."""
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    try:
+        APILogWorker.instance().drain()
+    except RuntimeError:  # never started
+        pass
+    EventsWorker.drain_all()
+
+
+def exit_on_sigterm() -> None:
+    """SIGTERM and SIGHUP end the run as an exception would, so every ``finally`` (the
+    temporary server, temporary files) runs; the exit status is 128 + the signal."""
+    def handler(signum: int, _frame) -> None:
+        raise SystemExit(128 + signum)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, handler)

@@ -1,0 +1,119 @@
+"""Drill: `judgeaudit run` killed (SIGKILL or SIGTERM) at a seeded random point leaves
+no process behind (its temporary Prefect server dies with it), and the rerun removes
+the leftovers of the interrupted writes and gives the same tables and models as a run
+that was never interrupted."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tasks.cache import path_digest
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+
+def _env(tmp_path: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}  # its own temporary server
+    return {**env, "PREFECT_HOME": str(tmp_path / "prefect-home")}
+
+
+def _run(params: Path, root: Path, env: dict) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "flows.cli", "run", "bootstrap", "--params", str(params),
+                             "--root", str(root)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _leftovers(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*") if p.name.startswith(".") or p.name.endswith(".tmp")]
+
+
+def _start_and_find_server(params: Path, root: Path, env: dict) -> tuple[subprocess.Popen, int]:
+    proc = _run(params, root, env)
+    deadline = time.monotonic() + 240
+    while not (server := [c for c in _children(proc.pid)
+                          if b"uvicorn" in Path(f"/proc/{c}/cmdline").read_bytes()]):
+        assert proc.poll() is None and time.monotonic() < deadline, "the run never started its server"
+        time.sleep(0.1)
+    return proc, server[0]
+
+
+def _gone(pid: int, within_s: float = 20) -> bool:
+    deadline = time.monotonic() + within_s
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return not _alive(pid)
+
+
+def test_a_killed_run_leaves_nothing_and_the_rerun_matches(tmp_path, tiny_params_file):
+    env = _env(tmp_path)
+    clean, killed = tmp_path / "clean", tmp_path / "killed"
+    assert _run(tiny_params_file, clean, env).wait(timeout=600) == 0
+
+    proc, server = _start_and_find_server(tiny_params_file, killed, env)
+    time.sleep(random.Random(7).uniform(2.0, 12.0))  # a seeded random point: model building, usually
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    assert _gone(server), "the temporary Prefect server outlived the killed run"
+    # what a write killed half-way leaves, whether or not this kill happened to leave it
+    (killed / "models" / ".gen-f.k1ll3d00").mkdir(parents=True, exist_ok=True)
+    (killed / "models" / ".gen-f.k1ll3d00" / "model.safetensors").write_bytes(b"half")
+
+    assert _run(tiny_params_file, killed, env).wait(timeout=600) == 0
+    assert _leftovers(killed) == []
+    pd.testing.assert_frame_equal(pd.read_parquet(clean / "prompts" / "prompts.parquet"),
+                                  pd.read_parquet(killed / "prompts" / "prompts.parquet"))
+    for model in sorted(p.name for p in (clean / "models").iterdir()):
+        assert path_digest(clean / "models" / model) == path_digest(killed / "models" / model), model
+
+
+def test_sigterm_ends_the_run_and_its_server(tmp_path, tiny_params_file):
+    proc, server = _start_and_find_server(tiny_params_file, tmp_path / "data", _env(tmp_path))
+    time.sleep(2)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    assert _gone(server), "the temporary Prefect server outlived the run"
+
+
+def test_remove_leftovers_takes_only_scratch_names(tmp_path):
+    from judgeaudit.tables import remove_leftovers, write_json, write_table
+
+    write_table(pd.DataFrame({"a": [1]}), tmp_path / "t" / "x.parquet")
+    write_json({"a": 1}, tmp_path / "t" / "s.json")
+    keep = [tmp_path / "t" / ".gitignore", tmp_path / "t" / "x.parquet", tmp_path / "t" / "s.json"]
+    keep[0].write_text("/x\n")
+    scratch = [tmp_path / "t" / ".m.a1b2c3d4", tmp_path / "t" / ".x.parquet.a1b2c3d4.tmp"]
+    scratch[0].mkdir()
+    scratch[1].write_bytes(b"half")
+    assert sorted(remove_leftovers(tmp_path)) == sorted(scratch)
+    assert all(p.exists() for p in keep) and not any(p.exists() for p in scratch)
