@@ -52,6 +52,11 @@ def _parser() -> argparse.ArgumentParser:
     srv.add_argument("--root", default="data")
     srv.add_argument("--host", default="127.0.0.1")
     srv.add_argument("--port", type=int, default=8000)
+    srv.add_argument("--max-tokens", type=int, default=512, help="the most tokens one request may ask for")
+    srv.add_argument("--max-batch", type=int, default=16, help="waiting requests generated together")
+    srv.add_argument("--max-queue", type=int, default=64, help="requests queued or running; beyond: 503")
+    srv.add_argument("--truncate", action="store_true",
+                     help="cut prompts longer than the context from the left (reported in usage) instead of 400")
     av = sub.add_parser("audit-verdicts", help="audit real judges from their recorded verdicts on a benchmark: "
                                                "report card, the benchmark's published figures, PU audit")
     _verdict_args(av)
@@ -217,7 +222,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from judgeaudit.config import load_params
     from judgeaudit.models import load_model
-    from judgeaudit.serve import make_app
+    from judgeaudit.serve import ServeLimits, make_app
 
     params = load_params(args.params)
     unknown = [m for m in args.models if m not in params.models]
@@ -228,7 +233,9 @@ def _serve(args: argparse.Namespace) -> int:
     if bad:
         raise ValueError(f"model {bad[0]!r}: serve needs the transformers backend")
     print(f"judgeaudit: serving {sorted(models)} at http://{args.host}:{args.port}/v1")
-    uvicorn.run(make_app(models), host=args.host, port=args.port, log_level="warning")
+    limits = ServeLimits(max_tokens=args.max_tokens, max_batch=args.max_batch, max_queue=args.max_queue,
+                         truncate=args.truncate)
+    uvicorn.run(make_app(models, limits), host=args.host, port=args.port, log_level="warning")
     return 0
 
 

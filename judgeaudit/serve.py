@@ -2,30 +2,41 @@
 load (the embedded judges included): ``/v1/models``, ``/v1/completions`` (with
 ``logprobs`` and ``echo``) and ``/v1/chat/completions`` (with ``logprobs`` and
 ``top_logprobs``). It lets the ``openai`` backend be tested against a real server, and
-puts one judge behind an endpoint for tools that speak the OpenAI API."""
+puts one judge behind an endpoint for tools that speak the OpenAI API.
+
+As a serving engine would, it validates every field (400 naming the field, as OpenAI's
+API does), caps ``max_tokens``, refuses a prompt longer than the model's context unless
+told to truncate (and then says how many tokens it cut), bounds its queue (503 when
+full), stops generating for a client that has gone, and batches the requests that are
+waiting (dynamic batching) into one forward pass per step.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 import uuid
+from concurrent.futures import Future
+from dataclasses import dataclass, field
 
 from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from judgeaudit.models.hf import TransformersModel
 
 
 class CompletionRequest(BaseModel):
     model: str
-    prompt: str | list[str]
-    max_tokens: int = 16
-    temperature: float = 0.0
-    logprobs: int | None = None
+    prompt: str | list[str] = Field(min_length=1)
+    max_tokens: int = Field(default=16, ge=0)  # 0: score the prompt only (with echo)
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    logprobs: int | None = Field(default=None, ge=0)
     echo: bool = False
     seed: int | None = None
-    n: int = 1
+    n: int = Field(default=1, ge=1)
 
 
 class Message(BaseModel):
@@ -35,27 +46,248 @@ class Message(BaseModel):
 
 class ChatRequest(BaseModel):
     model: str
-    messages: list[Message]
-    max_tokens: int | None = None
-    max_completion_tokens: int | None = None
-    temperature: float = 0.0
+    messages: list[Message] = Field(min_length=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     logprobs: bool = False
-    top_logprobs: int | None = None
+    top_logprobs: int | None = Field(default=None, ge=0)
     seed: int | None = None
-    n: int = 1
+    n: int = Field(default=1, ge=1)
 
 
-def _completion_choice(model: TransformersModel, index: int, prompt: str, req: CompletionRequest) -> dict:
-    text, steps = ("", [])
-    if req.max_tokens > 0:
-        text, steps = model.generate_with_logprobs(prompt, max_new_tokens=req.max_tokens,
-                                                   temperature=req.temperature, seed=req.seed or 0,
-                                                   top_k=req.logprobs or 0)
+@dataclass
+class ServeLimits:
+    max_tokens: int = 512  # the most tokens one request may ask for
+    max_batch: int = 16  # requests generated together in one batch
+    max_queue: int = 64  # requests waiting or running; beyond: 503
+    # under load (the last batch held several requests), wait this long for a batch to fill
+    batch_wait_s: float = 0.05
+    truncate: bool = False  # a prompt longer than the context: 400, or cut from the left and reported
+
+
+@dataclass
+class _Job:
+    model: str
+    prompt: str
+    max_tokens: int
+    temperature: float
+    seed: int
+    top_k: int
+    future: Future = field(default_factory=Future)
+    gone: threading.Event = field(default_factory=threading.Event)
+
+    def key(self) -> tuple:
+        # sampled requests run alone, so that a seed gives the same text however they arrive
+        return (self.model, self.temperature, self.seed) if self.temperature == 0 else (id(self),)
+
+
+class Batcher:
+    """One worker thread; each turn takes the oldest waiting job and the waiting jobs
+    that can share its batch (same model, greedy), up to ``max_batch``."""
+
+    def __init__(self, models: dict[str, TransformersModel], limits: ServeLimits) -> None:
+        self.models, self.limits = models, limits
+        self.waiting: list[_Job] = []
+        self.running = 0
+        self.cond = threading.Condition()
+        self.model_lock = threading.Lock()  # generation and prompt scoring take turns on the models
+        self.batches: list[int] = []  # the size of every batch run (for the bench and tests)
+        self.abandoned = 0  # requests not generated, or cut short, because their client had gone
+        threading.Thread(target=self._loop, daemon=True, name="judgeaudit-batcher").start()
+
+    def submit(self, job: _Job) -> Future:
+        with self.cond:
+            if len(self.waiting) + self.running >= self.limits.max_queue:
+                raise HTTPException(503, detail=f"the server is busy: {self.limits.max_queue} requests queued "
+                                                "(judgeaudit serve --max-queue); retry later")
+            self.waiting.append(job)
+            self.cond.notify()
+        return job.future
+
+    def _take(self) -> list[_Job]:
+        with self.cond:
+            while not self.waiting:
+                self.cond.wait()
+            if self.batches and self.batches[-1] > 1:  # under load: let the next batch fill
+                deadline = time.monotonic() + self.limits.batch_wait_s
+                while len(self.waiting) < self.limits.max_batch and (left := deadline - time.monotonic()) > 0:
+                    self.cond.wait(left)
+            key = self.waiting[0].key()
+            batch = [j for j in self.waiting if j.key() == key][:self.limits.max_batch]
+            self.waiting = [j for j in self.waiting if j not in batch]
+            self.running = len(batch)
+            return batch
+
+    def _loop(self) -> None:
+        while True:
+            taken = self._take()
+            batch = [j for j in taken if not j.gone.is_set()]
+            self.abandoned += len(taken) - len(batch)
+            try:
+                if batch:
+                    self.batches.append(len(batch))
+                    model = self.models[batch[0].model]
+                    with self.model_lock:
+                        results = model.generate_batch_with_logprobs(
+                            [j.prompt for j in batch], [j.max_tokens for j in batch],
+                            temperature=batch[0].temperature, seed=batch[0].seed,
+                            top_k=max(j.top_k for j in batch), stop=lambda: [j.gone.is_set() for j in batch])
+                    for job, (text, steps) in zip(batch, results):
+                        self.abandoned += job.gone.is_set() and len(steps) < job.max_tokens
+                        job.future.set_result((text, [{**s, "top": dict(list(s["top"].items())[:job.top_k])}
+                                                      for s in steps]))
+            except Exception as exc:  # noqa: BLE001 -- handed to each waiting request
+                for job in batch:
+                    if not job.future.done():
+                        job.future.set_exception(exc)
+            finally:
+                with self.cond:
+                    self.running = 0
+
+
+def _field_error(exc: RequestValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"] if p != "body") or "body"
+    return f"{where}: {first['msg']}" + (f" (got {first.get('input')!r:.80})" if "input" in first else "")
+
+
+def make_app(models: dict[str, TransformersModel], limits: ServeLimits | None = None) -> FastAPI:
+    """The ASGI app serving ``models`` by name, its requests batched as they wait."""
+    limits = limits or ServeLimits()
+    app = FastAPI(title="judgeaudit serve")
+    batcher = Batcher(models, limits)
+    app.state.batcher = batcher
+
+    def error(status: int, message: str, param: str | None = None) -> JSONResponse:
+        kind = "invalid_request_error" if status < 500 else "server_error"
+        return JSONResponse(status_code=status, content={"error": {"message": message, "type": kind,
+                                                                   "param": param, "code": status}})
+
+    @app.exception_handler(HTTPException)
+    def http_error(_: Request, exc: HTTPException) -> JSONResponse:  # the error body OpenAI clients read
+        return error(exc.status_code, str(exc.detail))
+
+    @app.exception_handler(RequestValidationError)
+    def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:  # OpenAI says 400, not 422
+        loc = [str(p) for p in exc.errors()[0]["loc"] if p != "body"]
+        return error(400, _field_error(exc), ".".join(loc) or None)
+
+    class KeepAliveOnFailure:
+        """An unexpected failure becomes a JSON 500 and the connection stays usable (a
+        plain ASGI middleware: Starlette's BaseHTTPMiddleware would hide disconnects)."""
+
+        def __init__(self, inner) -> None:
+            self.inner = inner
+
+        async def __call__(self, scope, receive, send) -> None:
+            started = False
+
+            async def tracked(message: dict) -> None:
+                nonlocal started
+                started |= message["type"] == "http.response.start"
+                await send(message)
+            try:
+                await self.inner(scope, receive, tracked)
+            except Exception as exc:  # noqa: BLE001
+                if started or scope["type"] != "http":
+                    raise
+                await error(500, f"{type(exc).__name__}: {exc}")(scope, receive, send)
+
+    app.add_middleware(KeepAliveOnFailure)
+
+    def get(name: str) -> TransformersModel:
+        if name not in models:
+            raise HTTPException(404, detail=f"model {name!r} is not served; served: {sorted(models)}")
+        return models[name]
+
+    def check(model: TransformersModel, prompt: str, max_tokens: int, n: int) -> int:
+        """The prompt tokens the model will not see (0, or with --truncate the ones cut
+        from the left), or a 400 naming the field."""
+        if n != 1:
+            raise HTTPException(400, detail=f"n: only n=1 is supported (got {n})")
+        if max_tokens > limits.max_tokens:
+            raise HTTPException(400, detail=f"max_tokens: at most {limits.max_tokens} on this server "
+                                            f"(got {max_tokens}; judgeaudit serve --max-tokens)")
+        if not prompt.strip():
+            raise HTTPException(400, detail="prompt: empty")
+        n_tokens, context = model.prompt_tokens(prompt), model.spec.max_length
+        if n_tokens + max_tokens <= context:
+            return 0
+        if not limits.truncate:
+            raise HTTPException(400, detail=f"prompt: {n_tokens} tokens, and with max_tokens {max_tokens} "
+                                            f"that exceeds the model's context of {context} tokens "
+                                            "(judgeaudit serve --truncate cuts long prompts from the left)")
+        return max(0, n_tokens - context)  # the model keeps the last `context` tokens
+
+    async def run(request: Request, job: _Job) -> tuple[str, list[dict]]:
+        future = asyncio.wrap_future(batcher.submit(job))
+        while True:
+            done, _ = await asyncio.wait({future}, timeout=0.1)
+            if done:
+                return future.result()
+            if await request.is_disconnected():
+                job.gone.set()  # the batch stops generating for it
+                raise HTTPException(499, detail="client closed the request")
+
+    @app.get("/v1/models")
+    def list_models() -> dict:
+        return {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "judgeaudit"}
+                                           for m in models]}
+
+    @app.post("/v1/completions")
+    async def completions(req: CompletionRequest, request: Request) -> dict:
+        model = get(req.model)
+        prompts = [req.prompt] if isinstance(req.prompt, str) else req.prompt
+        choices, truncated = [], 0
+        for k, prompt in enumerate(prompts):
+            truncated += check(model, prompt, req.max_tokens, req.n)
+            text, steps = "", []
+            if req.max_tokens > 0:
+                text, steps = await run(request, _Job(req.model, prompt, req.max_tokens, req.temperature,
+                                                      req.seed or 0, req.logprobs or 0))
+            echo = None
+            if req.echo and req.logprobs is not None:
+                def score(prompt: str = prompt) -> tuple:
+                    with batcher.model_lock:
+                        return model.echo_logprobs(prompt)
+                echo = await asyncio.to_thread(score)
+            choices.append(_completion_choice(k, prompt, req, text, steps, echo))
+        return {"id": f"cmpl-{uuid.uuid4().hex}", "object": "text_completion", "created": int(time.time()),
+                "model": req.model, "choices": choices, "usage": {"truncated_prompt_tokens": truncated}}
+
+    @app.post("/v1/chat/completions")
+    async def chat(req: ChatRequest, request: Request) -> dict:
+        model = get(req.model)
+        if req.messages[-1].role != "user":
+            raise HTTPException(400, detail="messages: the last message must be the user's")
+        max_tokens = req.max_completion_tokens or req.max_tokens or 16
+        prompt = model.format_prompt(req.messages[-1].content)
+        cut = check(model, prompt, max_tokens, req.n)
+        text, steps = await run(request, _Job(req.model, prompt, max_tokens, req.temperature, req.seed or 0,
+                                              req.top_logprobs or 0))
+        logprobs = None
+        if req.logprobs:
+            logprobs = {"content": [{"token": s["token"], "logprob": s["logprob"], "bytes": None,
+                                     "top_logprobs": [{"token": t, "logprob": v, "bytes": None}
+                                                      for t, v in s["top"].items()]} for s in steps]}
+        return {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
+                "model": req.model, "usage": {"truncated_prompt_tokens": cut},
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                             "logprobs": logprobs,
+                             "finish_reason": "length" if len(steps) >= max_tokens else "stop"}]}
+
+    return app
+
+
+def _completion_choice(index: int, prompt: str, req: CompletionRequest, text: str, steps: list[dict],
+                       echo: tuple | None) -> dict:
+    """One choice; ``echo``: the prompt's (tokens, log-probs, offsets) when echoed."""
     logprobs = None
     if req.logprobs is not None:
         tokens, token_lp, offsets, tops = [], [], [], []
-        if req.echo:
-            tokens, token_lp, offsets = model.echo_logprobs(prompt)
+        if echo is not None:
+            tokens, token_lp, offsets = (list(x) for x in echo)
             tops = [None] * len(tokens)
         start = len(prompt) if req.echo else 0
         for s in steps:
@@ -67,58 +299,3 @@ def _completion_choice(model: TransformersModel, index: int, prompt: str, req: C
         logprobs = {"tokens": tokens, "token_logprobs": token_lp, "top_logprobs": tops, "text_offset": offsets}
     return {"index": index, "text": (prompt if req.echo else "") + text, "logprobs": logprobs,
             "finish_reason": "length" if len(steps) >= req.max_tokens else "stop"}
-
-
-def make_app(models: dict[str, TransformersModel]) -> FastAPI:
-    """The ASGI app serving ``models`` by name (one request at a time per process)."""
-    app = FastAPI(title="judgeaudit serve")
-    lock = threading.Lock()
-
-    @app.exception_handler(HTTPException)
-    def openai_error(_: Request, exc: HTTPException) -> JSONResponse:  # the error body OpenAI clients read
-        return JSONResponse(status_code=exc.status_code,
-                            content={"error": {"message": exc.detail, "type": "invalid_request_error",
-                                               "code": exc.status_code}})
-
-    def get(name: str) -> TransformersModel:
-        if name not in models:
-            raise HTTPException(404, detail=f"model {name!r} is not served; served: {sorted(models)}")
-        return models[name]
-
-    @app.get("/v1/models")
-    def list_models() -> dict:
-        return {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "judgeaudit"}
-                                           for m in models]}
-
-    @app.post("/v1/completions")
-    def completions(req: CompletionRequest) -> dict:
-        model = get(req.model)
-        prompts = [req.prompt] if isinstance(req.prompt, str) else req.prompt
-        with lock:
-            choices = [_completion_choice(model, k, p, req) for k, p in enumerate(prompts)]
-        return {"id": f"cmpl-{uuid.uuid4().hex}", "object": "text_completion", "created": int(time.time()),
-                "model": req.model, "choices": choices}
-
-    @app.post("/v1/chat/completions")
-    def chat(req: ChatRequest) -> dict:
-        model = get(req.model)
-        if not req.messages or req.messages[-1].role != "user":
-            raise HTTPException(400, detail="the last message must be the user's")
-        prompt = model.format_prompt(req.messages[-1].content)
-        max_tokens = req.max_completion_tokens or req.max_tokens or 16
-        with lock:
-            text, steps = model.generate_with_logprobs(prompt, max_new_tokens=max_tokens,
-                                                       temperature=req.temperature, seed=req.seed or 0,
-                                                       top_k=req.top_logprobs or 0)
-        logprobs = None
-        if req.logprobs:
-            logprobs = {"content": [{"token": s["token"], "logprob": s["logprob"], "bytes": None,
-                                     "top_logprobs": [{"token": t, "logprob": v, "bytes": None}
-                                                      for t, v in s["top"].items()]} for s in steps]}
-        return {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
-                "model": req.model,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                             "logprobs": logprobs,
-                             "finish_reason": "length" if len(steps) >= max_tokens else "stop"}]}
-
-    return app

@@ -14,7 +14,7 @@ import uvicorn
 
 from judgeaudit.models import ModelSpec, load_model
 from judgeaudit.models.openai_api import EndpointError, candidate_logprobs
-from judgeaudit.serve import make_app
+from judgeaudit.serve import ServeLimits, make_app
 
 PROMPTS = ["What is 2 plus 3?", "What is the capital of Peru?", "What colour is snow?"]
 
@@ -24,7 +24,8 @@ def server(tiny_lm):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    srv = uvicorn.Server(uvicorn.Config(make_app({"tiny": tiny_lm}), host="127.0.0.1", port=port,
+    # --truncate: the local model cuts long prompts from the left, and so must the server to match it
+    srv = uvicorn.Server(uvicorn.Config(make_app({"tiny": tiny_lm}, ServeLimits(truncate=True)), host="127.0.0.1", port=port,
                                         log_level="warning"))
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()

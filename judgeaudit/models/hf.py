@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -168,25 +168,58 @@ class TransformersModel(LanguageModel):
         picked = logp.gather(-1, tensor[0, 1:, None])[:, 0].tolist()
         return self._token_text(ids), [None, *picked], offsets
 
+    def prompt_tokens(self, prompt: str) -> int:
+        return len(self._encode([prompt])[0])
+
     @torch.inference_mode()
     def generate_with_logprobs(self, prompt: str, *, max_new_tokens: int, temperature: float = 0.0,
                                seed: int = 0, top_k: int = 0) -> tuple[str, list[dict]]:
         """One completion and, per generated token, its log-prob and the ``top_k`` most
         likely alternatives: [{"token", "logprob", "top": {token: logprob}}]."""
-        ids, mask = self._pad([self._encode([prompt])[0][-self.spec.max_length:]])
+        return self.generate_batch_with_logprobs([prompt], [max_new_tokens], temperature=temperature,
+                                                 seed=seed, top_k=top_k)[0]
+
+    @torch.inference_mode()
+    def generate_batch_with_logprobs(self, prompts: Sequence[str], max_new_tokens: Sequence[int], *,
+                                     temperature: float = 0.0, seed: int = 0, top_k: int = 0,
+                                     stop: Callable[[], Sequence[bool]] | None = None
+                                     ) -> list[tuple[str, list[dict]]]:
+        """``generate_with_logprobs`` for several prompts in one padded batch (what a
+        server's dynamic batching runs): each row stops at its own ``max_new_tokens``, at
+        its end of sequence, or when ``stop()`` says so for it (a client that has gone)."""
+        from transformers import StoppingCriteria, StoppingCriteriaList
+
+        ids, mask = self._pad([e[-self.spec.max_length:] for e in self._encode(prompts)])
+        width, limits = ids.shape[1], torch.tensor(list(max_new_tokens), device=self.device)
+
+        class _RowDone(StoppingCriteria):
+            def __call__(self, input_ids: torch.Tensor, scores, **kw) -> torch.Tensor:
+                done = (input_ids.shape[1] - width) >= limits
+                if stop is not None:
+                    done |= torch.tensor(list(stop()), dtype=torch.bool, device=input_ids.device)
+                return done
+
         torch.manual_seed(seed)
-        out = self.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens,
+        out = self.model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max(max_new_tokens),
                                   pad_token_id=self.tokenizer.pad_token_id,
                                   eos_token_id=self.tokenizer.eos_token_id, output_logits=True,
-                                  return_dict_in_generate=True, **_sampling(temperature))
-        new = out.sequences[0, ids.shape[1]:].tolist()
-        steps = []
-        for tok, logits in zip(new, out.logits):
-            logp = torch.log_softmax(logits[0].float(), dim=-1)
-            top = torch.topk(logp, k=min(top_k, logp.shape[-1])) if top_k else None
-            steps.append({"token": self.tokenizer.decode([tok]), "logprob": float(logp[tok]),
-                          "top": {} if top is None else dict(zip(self._token_text(top.indices.tolist()),
-                                                                 top.values.tolist()))})
-        if new and new[-1] == self.tokenizer.eos_token_id:
-            steps = steps[:-1]
-        return self.tokenizer.decode(new, skip_special_tokens=True), steps
+                                  return_dict_in_generate=True,
+                                  stopping_criteria=StoppingCriteriaList([_RowDone()]), **_sampling(temperature))
+        logps = torch.log_softmax(torch.stack(out.logits, dim=1).float(), dim=-1) if out.logits else None
+        results = []
+        for row, limit in enumerate(max_new_tokens):
+            new = out.sequences[row, width:width + limit].tolist()
+            eos = self.tokenizer.eos_token_id
+            if eos in new:
+                new = new[:new.index(eos) + 1]
+            steps = []
+            for k, tok in enumerate(new):
+                logp = logps[row, k]
+                top = torch.topk(logp, k=min(top_k, logp.shape[-1])) if top_k else None
+                steps.append({"token": self.tokenizer.decode([tok]), "logprob": float(logp[tok]),
+                              "top": {} if top is None else dict(zip(self._token_text(top.indices.tolist()),
+                                                                     top.values.tolist()))})
+            if new and new[-1] == eos:
+                steps = steps[:-1]
+            results.append((self.tokenizer.decode(new, skip_special_tokens=True), steps))
+        return results

@@ -1,0 +1,115 @@
+"""`judgeaudit serve` under load: requests/s and p50/p99 latency at 1, 16 and 50 requests
+in flight, one request at a time (--max-batch 1: what the server did before dynamic
+batching, one global lock) against dynamic batching (--max-batch 16), same model, same
+requests, one run. Each request: a judge prompt, greedy, `--tokens` new tokens.
+
+    python bench/serve_throughput.py [--model data/models/gen-formal] [--requests 96] [--tokens 16]
+    python bench/serve_throughput.py --scratch 512,8   # a wider, deeper Llama (random weights)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+import httpx
+
+from judgeaudit.config import load_params
+from judgeaudit.generation.corpus import make_items
+from judgeaudit.models import ModelSpec, load_model
+
+
+_SERVER = """
+import sys, uvicorn
+from judgeaudit.models import ModelSpec, load_model
+from judgeaudit.serve import ServeLimits, make_app
+model = load_model(ModelSpec(path=sys.argv[1], chat_template="Q: {prompt}\\nA:", max_length=256), name="judge")
+app = make_app({"judge": model}, ServeLimits(max_batch=int(sys.argv[2]), max_queue=256))
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[3]), log_level="error")
+"""
+
+
+def _start(model_path: str, max_batch: int) -> tuple[subprocess.Popen, str]:
+    """The server in its own process, as `judgeaudit serve` runs (the clients' threads
+    must not share its interpreter lock)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-c", _SERVER, model_path, str(max_batch), str(port)],
+                            stdout=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/v1"
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server exited with code {proc.returncode}")
+        try:
+            if httpx.get(f"{url}/models").status_code == 200:
+                return proc, f"{url}/completions"
+        except httpx.TransportError:
+            time.sleep(0.2)
+
+
+def _load(url: str, prompts: list[str], in_flight: int, tokens: int) -> tuple[float, float, float]:
+    """(requests/s, p50 s, p99 s) with ``in_flight`` concurrent clients sending ``prompts``
+    (asyncio on one thread: the load generator's own CPU cost stays small)."""
+    async def run() -> tuple[float, list[float]]:
+        latencies: list[float] = []
+        todo = iter(prompts)
+        async with httpx.AsyncClient(timeout=600, limits=httpx.Limits(max_connections=in_flight)) as client:
+            async def worker() -> None:
+                for prompt in todo:
+                    t0 = time.perf_counter()
+                    r = await client.post(url, json={"model": "judge", "prompt": prompt, "max_tokens": tokens})
+                    r.raise_for_status()
+                    latencies.append(time.perf_counter() - t0)
+            start = time.perf_counter()
+            await asyncio.gather(*(worker() for _ in range(in_flight)))
+            return time.perf_counter() - start, latencies
+
+    wall, latencies = asyncio.run(run())
+    q = statistics.quantiles(latencies, n=100, method="inclusive")
+    return len(prompts) / wall, q[49], q[98]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--model", default="data/models/gen-formal")
+    ap.add_argument("--requests", type=int, default=96)
+    ap.add_argument("--tokens", type=int, default=16)
+    ap.add_argument("--scratch", default=None, metavar="HIDDEN,LAYERS",
+                    help="serve a randomly initialised Llama of this size instead (speed does not depend "
+                         "on the weights), built on --model's tokenizer")
+    args = ap.parse_args()
+    if args.scratch:
+        from judging_throughput import _scratch_model  # bench/ is on the path when run as a script
+
+        args.model = _scratch_model(args.model, *map(int, args.scratch.split(",")))
+    model = load_model(ModelSpec(path=args.model, chat_template="Q: {prompt}\nA:", max_length=256), name="judge")
+    template = load_params().judge.prompt_template
+    items = make_items(args.requests, seed=0)
+    prompts = [model.format_prompt(template.format(question=it.prompt, answer_a=f"The answer is {it.fact}.",
+                                                   answer_b=f"Answer: {it.fact}.")) for it in items]
+    print(f"model={args.model} requests={args.requests} new_tokens={args.tokens} (greedy)")
+    print(f"{'server':<28}{'in flight':>10}{'req/s':>9}{'p50 s':>9}{'p99 s':>9}")
+    rates = {}
+    for label, max_batch in (("one at a time (before)", 1), ("dynamic batching (after)", 16)):
+        server, url = _start(args.model, max_batch)
+        _load(url, prompts[:4], 1, args.tokens)  # warm-up
+        for in_flight in (1, 16, 50):
+            rate, p50, p99 = _load(url, prompts, in_flight, args.tokens)
+            rates[label, in_flight] = rate
+            print(f"{label:<28}{in_flight:>10}{rate:>9.1f}{p50:>9.3f}{p99:>9.3f}")
+        server.terminate()
+        server.wait()
+    for in_flight in (16, 50):
+        after, before = rates["dynamic batching (after)", in_flight], rates["one at a time (before)", 1]
+        print(f"at {in_flight} in flight, batched vs one at a time: {after / before:.1f}x "
+              f"(vs the same load one at a time: {after / rates['one at a time (before)', in_flight]:.1f}x)")
+
+
+if __name__ == "__main__":
+    main()

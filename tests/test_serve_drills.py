@@ -1,0 +1,146 @@
+"""Drills for `judgeaudit serve` on loopback (a real uvicorn server over a real tiny
+transformer, bounded in requests and time): every bad field is a 400 naming it, as
+OpenAI's API answers; a failure keeps the connection; a client that gives up stops its
+generation; the queue is bounded; waiting requests are batched."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+import uvicorn
+
+from judgeaudit.serve import ServeLimits, make_app
+
+
+class _Broken:
+    """A served model whose every call fails: the server's 500 path."""
+
+    spec = type("Spec", (), {"max_length": 64})()
+
+    def prompt_tokens(self, prompt: str) -> int:
+        raise RuntimeError("weights went missing")
+
+    def format_prompt(self, prompt: str) -> str:
+        return prompt
+
+
+def _serve(models: dict, limits: ServeLimits):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    app = make_app(models, limits)
+    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    deadline = time.time() + 30
+    while not srv.started and time.time() < deadline:
+        time.sleep(0.05)
+    assert srv.started
+    return srv, thread, port, app
+
+
+@pytest.fixture(scope="module")
+def served(tiny_lm):
+    srv, thread, port, app = _serve({"tiny": tiny_lm, "broken": _Broken()},
+                                    ServeLimits(max_tokens=300, max_batch=16, max_queue=64))
+    yield port, app
+    srv.should_exit = True
+    thread.join(timeout=10)
+
+
+def _post(conn: http.client.HTTPConnection, path: str, body: dict) -> tuple[int, dict]:
+    conn.request("POST", f"/v1/{path}", body=json.dumps(body), headers={"Content-Type": "application/json"})
+    response = conn.getresponse()
+    return response.status, json.loads(response.read())
+
+
+CHAT = {"model": "tiny", "messages": [{"role": "user", "content": "What is 2 plus 3?"}], "max_tokens": 4}
+COMPLETION = {"model": "tiny", "prompt": "Q: What is 2 plus 3?\nA:", "max_tokens": 4}
+
+
+@pytest.mark.parametrize("path,change,field", [
+    ("chat/completions", {"max_tokens": -5}, "max_tokens"),
+    ("chat/completions", {"max_tokens": 0}, "max_tokens"),
+    ("chat/completions", {"top_logprobs": -3}, "top_logprobs"),
+    ("chat/completions", {"n": 3}, "n"),
+    ("chat/completions", {"max_tokens": 5000}, "max_tokens"),
+    ("chat/completions", {"messages": []}, "messages"),
+    ("completions", {"logprobs": -1}, "logprobs"),
+    ("completions", {"prompt": ""}, "prompt"),
+    ("completions", {"prompt": "word " * 200_000}, "prompt"),  # about 1 MB: longer than the context
+    ("completions", {"temperature": -1}, "temperature"),
+])
+def test_bad_fields_are_400_naming_the_field_and_keep_the_connection(served, path, change, field):
+    port, _ = served
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    status, body = _post(conn, path, {**(CHAT if path.startswith("chat") else COMPLETION), **change})
+    assert status == 400 and body["error"]["message"].startswith(f"{field}:"), body
+    sock = conn.sock
+    status, body = _post(conn, "completions", COMPLETION)
+    assert status == 200 and body["choices"][0]["text"] and conn.sock is sock  # same connection
+
+
+def test_a_500_is_json_and_keeps_the_connection(served):
+    port, _ = served
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    status, body = _post(conn, "completions", {**COMPLETION, "model": "broken"})
+    assert status == 500 and "weights went missing" in body["error"]["message"]
+    sock = conn.sock
+    assert _post(conn, "completions", COMPLETION)[0] == 200 and conn.sock is sock
+
+
+def test_a_client_that_gives_up_is_not_generated_for(tiny_lm):
+    """Requests run one at a time behind long ones; a client that sends its request and
+    hangs up is dropped from the queue (or cut short), never generated to the end."""
+    srv, thread, port, app = _serve({"tiny": tiny_lm}, ServeLimits(max_batch=1, max_tokens=200))
+    try:
+        url = f"http://127.0.0.1:{port}/v1/completions"
+        ahead = {"model": "tiny", "prompt": "Q: Name a colour.\nA:", "max_tokens": 200}
+        with ThreadPoolExecutor(4) as pool:
+            busy = [pool.submit(httpx.post, url, json=ahead, timeout=120) for _ in range(4)]
+            time.sleep(0.2)
+            body = json.dumps({**ahead, "prompt": "Q: What colour is snow?\nA:"}).encode()
+            with socket.create_connection(("127.0.0.1", port)) as s:  # send, then hang up
+                s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                          + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+                time.sleep(0.05)
+            assert all(f.result().status_code == 200 for f in busy)
+        deadline = time.time() + 30
+        while app.state.batcher.abandoned == 0 and time.time() < deadline:
+            time.sleep(0.05)
+        assert app.state.batcher.abandoned == 1
+    finally:
+        srv.should_exit = True
+        thread.join(timeout=10)
+
+
+def test_waiting_requests_are_batched_and_give_the_same_text(served, tiny_lm):
+    port, app = served
+    prompts = [f"Q: What is {a} plus {b}?\nA:" for a in range(4) for b in range(4)]
+    url = f"http://127.0.0.1:{port}/v1/completions"
+    app.state.batcher.batches.clear()
+    with ThreadPoolExecutor(16) as pool:
+        texts = list(pool.map(lambda p: httpx.post(url, json={"model": "tiny", "prompt": p, "max_tokens": 8},
+                                                   timeout=60).json()["choices"][0]["text"], prompts))
+    assert max(app.state.batcher.batches) > 1  # some requests ran together
+    assert texts == [tiny_lm.generate_with_logprobs(p, max_new_tokens=8)[0] for p in prompts]
+
+
+def test_the_queue_is_bounded(tiny_lm):
+    srv, thread, port, _ = _serve({"tiny": tiny_lm}, ServeLimits(max_batch=1, max_queue=2))
+    try:
+        url = f"http://127.0.0.1:{port}/v1/completions"
+        with ThreadPoolExecutor(8) as pool:
+            codes = list(pool.map(lambda _: httpx.post(url, json={**COMPLETION, "max_tokens": 60},
+                                                       timeout=60).status_code, range(8)))
+        assert 503 in codes and 200 in codes and set(codes) <= {200, 503}
+    finally:
+        srv.should_exit = True
+        thread.join(timeout=10)
