@@ -21,10 +21,13 @@ ROOT = Path(__file__).resolve().parents[1]
 def tiny_params() -> dict:
     """The project's params.yaml, shrunk: two generators, one student base, tiny models."""
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
-    params["corpus"].update(n_pretrain=96, n_train_prompts=24, n_eval_prompts=8)
-    params["embedded"].update(vocab_size=320, sizes={"tiny": {"layers": 1, "hidden": 32, "heads": 2,
-                                                             "intermediate": 64}},
-                              pretrain={"epochs": 1, "lr": 0.003, "batch_size": 32})
+    # just enough for the house styles to be learnt (a model of 1 epoch on 96 items wrote
+    # the same string for every prompt, so every verdict was a tie and the audit had
+    # nothing to find): the end-to-end tests assert the planted leakage is recovered
+    params["corpus"].update(n_pretrain=400, n_train_prompts=24, n_eval_prompts=16)
+    params["embedded"].update(vocab_size=320, sizes={"tiny": {"layers": 1, "hidden": 64, "heads": 2,
+                                                             "intermediate": 128}},
+                              pretrain={"epochs": 6, "lr": 0.005, "batch_size": 16})
     params["models"] = {
         "gen-f": {"build": {"corpus_style": "formal", "size": "tiny", "seed": 1}},
         "gen-t": {"build": {"corpus_style": "terse", "size": "tiny", "seed": 2}},

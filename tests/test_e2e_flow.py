@@ -1,6 +1,7 @@
-"""A real Prefect flow run (temporary local server) of the whole DAG on a tiny config:
-every stage's table is written and validated, PLS has a CI for every tier, and a
-second run into another directory gives identical tables."""
+"""A real Prefect flow run (temporary local server) of the whole DAG on a tiny config
+whose models learn their house styles: every stage's table is written and validated,
+the planted preference leakage is recovered (PLS > 0, CI excluding 0, every tier), and
+a second run into another directory gives identical tables."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import json
 
 import pandas as pd
 import pytest
+
+from judgeaudit.attacks.presentation import ATTACKS
 
 pytestmark = pytest.mark.slow
 
@@ -31,12 +34,21 @@ def test_full_audit_flow(prefect_server, tiny_params_file, tmp_path):
     tiers = pls[pls.scope == "tier"].set_index("tier")
     assert set(tiers.index) == {"same", "inheritance", "same_family"}
     assert (tiers.ci_low <= tiers.estimate).all() and (tiers.estimate <= tiers.ci_high).all()
-    assert (tiers.n == 8).all()  # eval prompts
+    assert (tiers.n == 16).all()  # eval prompts
+    # the planted leakage (students take their generator's house style, judges of that style
+    # prefer it) is found: every tier's PLS is positive with a CI that excludes 0, and SFT,
+    # which copies the style most, shows it too
+    assert (tiers.ci_low > 0).all(), tiers[["estimate", "ci_low", "ci_high"]]
+    sft = pls[(pls.scope == "method") & (pls.method == "sft")]
+    assert (sft.ci_low > 0).all()
     pairs = pls[pls.scope == "pair"]
     assert set(pairs.method) == {"sft", "dpo", "icl"}
     judgments = pd.read_parquet(first / "judgments/judgments.parquet")
-    # 6 judges x 3 methods x 1 pair x 8 prompts x 2 orders
-    assert len(judgments) == 6 * 3 * 8 * 2
+    # 6 judges x 3 methods x 1 pair x 16 prompts x 2 orders
+    assert len(judgments) == 6 * 3 * 16 * 2
+    assert (judgments.verdict == "tie").mean() < 0.5  # not the degenerate all-tie data of a toy config
+    responses = pd.read_parquet(first / "responses/responses.parquet")
+    assert responses.response.nunique() > len(responses) / 4
     report = json.loads((first / "report/report.json").read_text())
     assert report["summary"]["pls_by_tier"].keys() == {"same", "inheritance", "same_family"}
     assert "Preference leakage audit" in (first / "report/report.html").read_text()
@@ -47,12 +59,12 @@ def test_full_audit_flow(prefect_server, tiny_params_file, tmp_path):
     assert {r["judge"] for r in boat["probe"]} >= {"gen-f", "consensus"}
     pu = report["pu"]
     conditions = {(r["judge"], r["condition"]) for r in pu["consistency"]}
-    assert len(conditions) == 6 * 4  # every judge, clean and under the three attacks
-    assert {r["attack"] for r in pu["attack_flip_rates"]} == {"length", "sentiment", "distraction"}
+    assert len(conditions) == 6 * (1 + len(ATTACKS))  # every judge, clean and under every attack
+    assert {r["attack"] for r in pu["attack_flip_rates"]} == set(ATTACKS)
     assert "PU audit of the judges" in (first / "report/report.html").read_text()
     robust = report["robustness"]
     assert {r["condition"] for r in robust["ablation"]} == {"original", "no-style", "no-format", "no-wording"}
-    assert {r["attack"] for r in robust["attack_flips"]} == {"length", "sentiment", "distraction"}
+    assert {r["attack"] for r in robust["attack_flips"]} == set(ATTACKS)
     assert {r["condition"] for r in robust["calibration"]} == {"before", "after"}
     prefix = report["prefix"]
     assert set(prefix["summary"]) == {"zero-shot", "baseline", "aug", "aug-gen"}
