@@ -5,11 +5,12 @@ code, side by side, in one run.
 AlpacaEval's code (the ``alpaca-eval`` package from PyPI) is installed by this script into
 its own virtual environment (``bench/.venv-alpaca-eval``, never the project's). It fetches
 its instruction difficulty and its gamed-baseline annotations from a hub even for its
-smaller GLMs, which cannot run here: this script hands it, in place of that download, the
-instruction difficulty judgeaudit estimated, and compares like with like on
-``length_controlled_noreg`` (the GLM without the gamed-baseline regularisation, whose data
-are not public). AlpacaEval maps the difficulty onto an annotation file by row position, so
-every model's annotations are first put in one instruction order.
+smaller GLMs, which cannot run here: this script hands it, in place of that download,
+the instruction difficulty judgeaudit estimated and judgeaudit's stand-in for the gamed
+baselines (``win_rates.gamed_stand_in``), and compares like with like on both
+``length_controlled_noreg`` and ``length_controlled_v1`` (the published GLM, regularised
+with the gamed rows). AlpacaEval maps the difficulty onto an annotation file by row
+position, so every model's annotations are first put in one instruction order.
 
     python bench/alpacaeval_lc.py [--data ../shared/data/alpacaeval/weighted_alpaca_eval_gpt4_turbo]
 """
@@ -29,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from judgeaudit.audits.stats import BootstrapSettings
-from judgeaudit.audits.win_rates import controlled_win_rates, instruction_difficulty, preferences
+from judgeaudit.audits.win_rates import controlled_win_rates, gamed_stand_in, instruction_difficulty, preferences
 from judgeaudit.pipeline.leaderboard import LeaderboardSettings, build_leaderboard
 from judgeaudit.sources import read_source
 
@@ -45,13 +46,17 @@ warnings.filterwarnings("ignore")
 from alpaca_eval.metrics import glm_winrate
 work = sys.argv[1]
 glm_winrate.hf_hub_download = lambda **kw: f"{work}/df_gamed.csv"  # the hub download, handed over
-out, start = {}, time.perf_counter()
-for path in sorted(__import__("pathlib").Path(work, "annotations").glob("*.json")):
-    df = pd.read_json(path)
-    m = glm_winrate.get_length_controlled_winrate(df, glm_name="length_controlled_noreg", save_weights_dir=None,
-                                                  is_add_glm_preference_inplace=False, is_warn_extreme_changes=False)
-    out[path.stem] = {"lc": m["length_controlled_winrate"], "win_rate": m["win_rate"]}
-print(json.dumps({"seconds": time.perf_counter() - start, "models": out}))
+out, seconds = {}, {}
+for glm in ("length_controlled_noreg", "length_controlled_v1"):
+    start = time.perf_counter()
+    for path in sorted(__import__("pathlib").Path(work, "annotations").glob("*.json")):
+        df = pd.read_json(path)
+        m = glm_winrate.get_length_controlled_winrate(df, glm_name=glm, save_weights_dir=None,
+                                                      is_add_glm_preference_inplace=False,
+                                                      is_warn_extreme_changes=False)
+        out.setdefault(path.stem, {})[glm] = m["length_controlled_winrate"]
+    seconds[glm] = time.perf_counter() - start
+print(json.dumps({"seconds": seconds, "models": out}))
 '''
 
 
@@ -78,9 +83,12 @@ def main() -> None:
 
     prefs = preferences(table)
     difficulty = instruction_difficulty(prefs, exclude=set(board.summary["flagged"]))
-    t0 = time.perf_counter()
-    ours, _ = controlled_win_rates(prefs, difficulty, "lc")
-    t_ours = time.perf_counter() - t0
+    gamed, stand_in = gamed_stand_in(prefs)
+    ours, seconds = {}, {}
+    for glm, rows in (("length_controlled_noreg", None), ("length_controlled_v1", gamed)):
+        t0 = time.perf_counter()
+        ours[glm] = controlled_win_rates(prefs, difficulty, "lc", gamed=rows)[0].set_index("model")["lc_win_rate"]
+        seconds[glm] = time.perf_counter() - t0
 
     python = ensure_venv()
     with tempfile.TemporaryDirectory() as work:
@@ -95,20 +103,29 @@ def main() -> None:
             pd.DataFrame({"instruction": grp["prompt"], "output_1": grp["response_1"], "output_2": grp["response_2"],
                           "generator_1": grp["model_1"], "generator_2": model, "annotator": grp["judge"],
                           "preference": 2.0 - grp["p_1"]}).to_json(Path(work) / "annotations" / f"{model}.json")
-        pd.DataFrame({"model": "none", "index": np.arange(len(order)),
-                      "instruction_difficulty": difficulty.reindex(order).to_numpy(),
-                      "preference": 1.5, "std_delta_len": 0.0, "not_gamed_baseline": False}
-                     ).to_csv(Path(work) / "df_gamed.csv", index=False)
+        # df_gamed.csv as AlpacaEval reads it: the gamed rows (preference in [0, 1], the length
+        # difference standardised over those rows), the first 805 in instruction order, whose
+        # difficulty AlpacaEval looks up by position
+        delta = (gamed["len_1"] - gamed["len_2"]).astype(float)
+        rows = pd.DataFrame({"model": "stand-in", "prompt": gamed["prompt"], "preference": gamed["q"],
+                             "std_delta_len": delta / delta.std(), "not_gamed_baseline": False})
+        rows["index"] = pd.Index(order).get_indexer(rows["prompt"])
+        rows["instruction_difficulty"] = difficulty.reindex(rows["prompt"]).to_numpy()
+        first = rows.iloc[:len(order)]
+        assert (first["index"].to_numpy() == np.arange(len(order))).all(), "the first block must be in order"
+        rows.drop(columns="prompt").to_csv(Path(work) / "df_gamed.csv", index=False)
         done = subprocess.run([str(python), "-c", CHILD, work], capture_output=True, text=True, check=True)
     theirs = json.loads(done.stdout.strip().splitlines()[-1])
-    side = ours.set_index("model")[["lc_win_rate"]].join(
-        pd.DataFrame(theirs["models"]).T.rename(columns={"lc": "alpaca_eval_lc"}), how="inner")
-    side["diff"] = side["lc_win_rate"] - side["alpaca_eval_lc"]
-    print(side.round(4).to_string())
-    print(f"\nsame difficulty, length_controlled_noreg, {len(side)} models: max |diff| {side['diff'].abs().max():.4f} "
-          f"points; within 0.01: {(side['diff'].abs() <= 0.01).sum()} of {len(side)}")
-    print(f"LC fits: judgeaudit {t_ours:.1f} s, AlpacaEval {theirs['seconds']:.1f} s "
-          f"(ratio {theirs['seconds'] / t_ours:.2f}x)")
+    print(f"gamed baselines stood in for by {stand_in}'s verbose and concise variants")
+    for glm in ours:
+        side = ours[glm].rename("judgeaudit").to_frame().join(
+            pd.Series({m: v[glm] for m, v in theirs["models"].items()}, name="alpaca_eval"), how="inner")
+        side["diff"] = side["judgeaudit"] - side["alpaca_eval"]
+        print(f"\n{glm}, same difficulty and gamed rows, {len(side)} models: max |diff| "
+              f"{side['diff'].abs().max():.4f} points; within 0.01: {(side['diff'].abs() <= 0.01).sum()} of "
+              f"{len(side)}; worst: {side['diff'].abs().idxmax()}")
+        print(f"LC fits: judgeaudit {seconds[glm]:.1f} s, AlpacaEval {theirs['seconds'][glm]:.1f} s "
+              f"(ratio {theirs['seconds'][glm] / seconds[glm]:.2f}x)")
     print(f"whole leaderboard (raw, LC, style control, Bradley-Terry 1,000 resamples, flags), "
           f"{len(board.board)} models: {t_board:.1f} s")
 

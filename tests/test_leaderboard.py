@@ -94,6 +94,28 @@ def test_alpacaeval_2_published_raw_figures_and_nullmodel():
     assert flags.loc["NullModel", "cross_instruction_similarity"] > 0.9
     assert flags.drop(index="NullModel").cross_instruction_similarity.max() < 0.3
     # the LC needs AlpacaEval's instruction difficulty and gamed-baseline annotations, neither
-    # public: report how close ours comes, and hold that it stays close
-    assert pub["lc_win_rate"]["models"] == 57 and pub["lc_win_rate"]["within_1_point"] >= 5
+    # public: with the difficulty estimated and gpt-3.5-turbo-1106's own length variants
+    # standing in for the gamed baselines, 50 of 57 land within one point (6 without them)
+    assert result.summary["lc_gamed_stand_in"].startswith("gpt-3.5-turbo-1106_verbose")
+    assert pub["lc_win_rate"]["models"] == 57 and pub["lc_win_rate"]["within_1_point"] >= 48
     assert 0.5 < result.summary["separability_bt"] <= 1
+
+
+def test_gamed_stand_in_differences_the_variants_against_their_own_base():
+    """The stand-in for AlpacaEval's gamed baselines: the strongest base model with both
+    length variants, each variant against it through the common baseline."""
+    from scipy.special import expit, logit
+
+    from judgeaudit.audits.win_rates import gamed_stand_in
+
+    rows = []
+    for model, q, length in (("weak", 0.1, 50), ("weak_verbose", 0.2, 90), ("weak_concise", 0.05, 20),
+                             ("good", 0.4, 100), ("good_verbose", 0.6, 200), ("good_concise", 0.3, 40),
+                             ("other", 0.5, 80)):
+        rows += [{"model_2": model, "prompt": f"p{i}", "q": q, "len_2": length + i} for i in range(3)]
+    gamed, base = gamed_stand_in(pd.DataFrame(rows))
+    assert base == "good" and len(gamed) == 6
+    verbose = gamed.iloc[0]
+    assert verbose.q == pytest.approx(expit(logit(0.6) - logit(0.4))) and (verbose.len_1, verbose.len_2) == (100, 200)
+    assert gamed_stand_in(pd.DataFrame(rows).query("model_2 != 'good_concise' and model_2 != 'weak_concise'")) \
+        == (None, None)

@@ -12,9 +12,14 @@ log-loss; LC = 100 mean_x sigmoid(b g_x + c) (the length term at zero), its SE =
 sem over x. AlpacaEval takes g from a file it downloads at run time; here g is estimated
 as AlpacaEval derived it, from every model's annotations: a joint logistic model logit
 q = theta_m + g_x (models and instructions as fixed effects), g_x its instruction effect.
-AlpacaEval also regularises each model's length slope towards that of two length-gamed
-variants of the baseline (verbose and concise prompts, weight 0.1); their annotations are
-not in the public files, so ``gamed`` stand-ins are optional (see ``lc_win_rates``).
+AlpacaEval also regularises each model's fit with the annotations of two length-gamed
+variants of the baseline (its verbose and concise prompts against the baseline itself,
+weight 0.1 each, no model term): the same model at other lengths pins the length slope to
+what length alone does. Those annotations are not in the public files; ``gamed_stand_in``
+builds the nearest thing the table holds: the strongest model that has both a verbose and
+a concise variant, each variant set against that model itself through the common baseline
+(its preference the difference of the two logits vs the baseline, its length difference
+the two outputs' own).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.special import expit
+from scipy.special import expit, logit
 from sklearn.linear_model import LogisticRegression
 
 CS = np.logspace(-4, 4, 10)  # scikit-learn LogisticRegressionCV's default grid, as AlpacaEval uses
@@ -126,6 +131,29 @@ def _continuous_fit(x: np.ndarray, q: np.ndarray, w: np.ndarray, c: float, seed:
 def _logloss(model: LogisticRegression, x: np.ndarray, q: np.ndarray, w: np.ndarray) -> float:
     p = np.clip(model.predict_proba(x)[:, 1], 1e-15, 1 - 1e-15)
     return float(-np.mean(w * (q * np.log(p) + (1 - q) * np.log(1 - p))))
+
+
+def gamed_stand_in(prefs: pd.DataFrame) -> tuple[pd.DataFrame | None, str | None]:
+    """(rows standing in for the baseline's length-gamed variants, the base model used), or
+    (None, None) when no model has both a ``_verbose`` and a ``_concise`` variant.
+
+    Rows: per instruction and variant v of base model b, the pseudo-annotation "b against
+    v": q = sigmoid(logit q_v - logit q_b) (both against the same baseline), len_1 = len(b's
+    output), len_2 = len(v's output)."""
+    models = set(prefs["model_2"])
+    bases = [b for b in models if {f"{b}_verbose", f"{b}_concise"} <= models]
+    if not bases:
+        return None, None
+    strength = prefs[prefs["model_2"].isin(bases)].groupby("model_2")["q"].mean()
+    base = str(strength.idxmax())  # the closest to the baseline: the best stand-in for it
+    own = prefs[prefs["model_2"] == base].set_index("prompt")
+    rows = []
+    for variant in (f"{base}_verbose", f"{base}_concise"):
+        other = prefs[prefs["model_2"] == variant].set_index("prompt").reindex(own.index)
+        lq = lambda q: logit(q.astype(float).clip(1e-6, 1 - 1e-6))  # noqa: E731
+        rows.append(pd.DataFrame({"prompt": own.index, "q": expit(lq(other["q"]) - lq(own["q"])).to_numpy(),
+                                  "len_1": own["len_2"].to_numpy(), "len_2": other["len_2"].to_numpy()}))
+    return pd.concat(rows, ignore_index=True).dropna().reset_index(drop=True), base
 
 
 def controlled_one_model(frame: pd.DataFrame, difficulty: pd.Series, settings: LCSettings,

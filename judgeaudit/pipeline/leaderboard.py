@@ -17,6 +17,7 @@ from judgeaudit.audits.stats import BootstrapSettings
 from judgeaudit.audits.win_rates import (
     LCSettings,
     controlled_win_rates,
+    gamed_stand_in,
     instruction_difficulty,
     preferences,
     raw_win_rates,
@@ -53,7 +54,8 @@ def build_leaderboard(table: pd.DataFrame, settings: LeaderboardSettings) -> Lea
                           seed=settings.bootstrap.seed)
     # the instruction difficulty is estimated from the real entries: a gamed one answers no instruction
     difficulty = instruction_difficulty(prefs, exclude=set(flags.loc[flags.flagged, "model"]))
-    lc, lc_pred = controlled_win_rates(prefs, difficulty, "lc", settings.lc)
+    gamed, stand_in = gamed_stand_in(prefs)  # AlpacaEval's gamed baselines are not public: see win_rates
+    lc, lc_pred = controlled_win_rates(prefs, difficulty, "lc", settings.lc, gamed=gamed)
     sc, sc_pred = controlled_win_rates(prefs, difficulty, "sc", settings.lc)
     bt = bootstrap_rates(prefs.rename(columns={"model_2": "model"}), "q", settings.bootstrap)
     board = (raw.merge(lc, on=["judge", "baseline", "model"]).merge(sc, on=["judge", "baseline", "model"])
@@ -71,6 +73,8 @@ def build_leaderboard(table: pd.DataFrame, settings: LeaderboardSettings) -> Lea
     summary = {"models": int(len(board)), "baseline": sorted(board["baseline"].unique().tolist()),
                "judge": sorted(board["judge"].unique().tolist()), "separability_bt": separability(board),
                "flagged": board.loc[board.flagged, "model"].tolist(),
+               "lc_gamed_stand_in": (f"{stand_in}_verbose and {stand_in}_concise against {stand_in}"
+                                     if stand_in else "none: no model has both length variants; LC unregularised"),
                "published": published_summary(published)}
     return Leaderboard(board, ranks, games, flags, difficulty, published, summary)
 
