@@ -43,6 +43,19 @@ def _scratch_model(tokenizer_dir: str, hidden: int, layers: int) -> str:
     return out
 
 
+def add_scratch_option(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--scratch", default=None, metavar="HIDDEN,LAYERS",
+                    help="time a randomly initialised Llama of this size instead (speed does not depend "
+                         "on the weights), built on --model's tokenizer")
+
+
+def scratch_or_model(args: argparse.Namespace) -> argparse.Namespace:
+    """``args`` with ``model`` replaced by a scratch Llama's folder when --scratch is given."""
+    if args.scratch:
+        args.model = _scratch_model(args.model, *map(int, args.scratch.split(",")))
+    return args
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--model", default="data/models/gen-formal")
@@ -52,12 +65,8 @@ def main() -> None:
     ap.add_argument("--rationale-tokens", type=int, default=32)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--dtype", default="float32")
-    ap.add_argument("--scratch", default=None, metavar="HIDDEN,LAYERS",
-                    help="time a randomly initialised Llama of this size instead (throughput does not "
-                         "depend on the weights), built on --model's tokenizer")
-    args = ap.parse_args()
-    if args.scratch:
-        args.model = _scratch_model(args.model, *map(int, args.scratch.split(",")))
+    add_scratch_option(ap)
+    args = scratch_or_model(ap.parse_args())
     template = load_params().judge.prompt_template
     spec = ModelSpec(path=args.model, chat_template="Q: {prompt}\nA:", batch_size=args.batch_size,
                      device=args.device, dtype=args.dtype)

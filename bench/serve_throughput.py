@@ -19,6 +19,8 @@ import time
 
 import httpx
 
+from judging_throughput import add_scratch_option, scratch_or_model  # bench/ is on the path as a script
+
 from judgeaudit.config import load_params
 from judgeaudit.generation.corpus import make_items
 from judgeaudit.models import ModelSpec, load_model
@@ -80,14 +82,8 @@ def main() -> None:
     ap.add_argument("--model", default="data/models/gen-formal")
     ap.add_argument("--requests", type=int, default=96)
     ap.add_argument("--tokens", type=int, default=16)
-    ap.add_argument("--scratch", default=None, metavar="HIDDEN,LAYERS",
-                    help="serve a randomly initialised Llama of this size instead (speed does not depend "
-                         "on the weights), built on --model's tokenizer")
-    args = ap.parse_args()
-    if args.scratch:
-        from judging_throughput import _scratch_model  # bench/ is on the path when run as a script
-
-        args.model = _scratch_model(args.model, *map(int, args.scratch.split(",")))
+    add_scratch_option(ap)
+    args = scratch_or_model(ap.parse_args())
     model = load_model(ModelSpec(path=args.model, chat_template="Q: {prompt}\nA:", max_length=256), name="judge")
     template = load_params().judge.prompt_template
     items = make_items(args.requests, seed=0)

@@ -151,7 +151,8 @@ def gamed_stand_in(prefs: pd.DataFrame) -> tuple[pd.DataFrame | None, str | None
     for variant in (f"{base}_verbose", f"{base}_concise"):
         other = prefs[prefs["model_2"] == variant].set_index("prompt").reindex(own.index)
         lq = lambda q: logit(q.astype(float).clip(1e-6, 1 - 1e-6))  # noqa: E731
-        rows.append(pd.DataFrame({"prompt": own.index, "q": expit(lq(other["q"]) - lq(own["q"])).to_numpy(),
+        rows.append(pd.DataFrame({"variant": variant, "prompt": own.index,
+                                  "q": expit(lq(other["q"]) - lq(own["q"])).to_numpy(),
                                   "len_1": own["len_2"].to_numpy(), "len_2": other["len_2"].to_numpy()}))
     return pd.concat(rows, ignore_index=True).dropna().reset_index(drop=True), base
 
