@@ -110,10 +110,8 @@ def main() -> None:
         rows = pd.DataFrame({"model": "stand-in", "prompt": gamed["prompt"], "preference": gamed["q"],
                              "std_delta_len": delta / delta.std(), "not_gamed_baseline": False})
         rows["index"] = pd.Index(order).get_indexer(rows["prompt"])
-        rows["variant"] = gamed["variant"].to_numpy()
-        rows = rows.sort_values(["variant", "index"], key=lambda c: c.map(
-            {v: k for k, v in enumerate(dict.fromkeys(gamed["variant"]))}) if c.name == "variant" else c)
-        rows = rows.drop(columns="variant").reset_index(drop=True)
+        rows["block"] = pd.factorize(gamed["variant"])[0]  # verbose first, then concise
+        rows = rows.sort_values(["block", "index"]).drop(columns="block").reset_index(drop=True)
         rows["instruction_difficulty"] = difficulty.reindex(rows["prompt"]).to_numpy()
         first = rows.iloc[:len(order)]
         assert (first["index"].to_numpy() == np.arange(len(order))).all(), "the first block must be in order"
