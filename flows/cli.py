@@ -77,6 +77,9 @@ def _parser() -> argparse.ArgumentParser:
     lb.add_argument("--out", required=True)
     lb.add_argument("--n-boot", type=int, default=1000)
     lb.add_argument("--seed", type=int, default=0)
+    deps = sub.add_parser("deps", help="check that dvc.yaml's deps cover the code each stage runs (its import "
+                                       "closure), or rewrite them from it")
+    deps.add_argument("--write", action="store_true", help="rewrite dvc.yaml's code deps (data deps kept)")
     check = sub.add_parser("check-params", help="validate a params file and exit")
     check.add_argument("--params", default="params.yaml")
     return p
@@ -271,30 +274,58 @@ def main(argv: list[str] | None = None) -> int:
             return _leaderboard(args)
         if args.command == "serve":
             return _serve(args)
-        params = load_params(args.params)  # fail fast, before any server starts
-        if args.stage in (None, "bootstrap") and params.corpus.prompts_file:
-            from judgeaudit.pipeline.bootstrap import make_prompts
-
-            make_prompts(params)
-        from flows.server import exit_on_sigterm, prefect_api
-        from flows.stages import STAGES, full_audit, missing_upstream
-
-        if args.stage and (missing := missing_upstream(args.stage, args.root)):
-            raise FileNotFoundError(missing)  # said before any server starts
-
-        exit_on_sigterm()
-        from judgeaudit.tables import remove_leftovers
-
-        for path in remove_leftovers(args.root):
-            print(f"judgeaudit: removed {path}, left by an interrupted write", file=sys.stderr)
-        flow = STAGES[args.stage] if args.stage else full_audit
-        with prefect_api():
-            result = flow(params_path=args.params, root=args.root)
-        print(f"judgeaudit: {args.stage or 'full audit'} done: {result}")
-        return 0
+        if args.command == "deps":
+            return _deps(args)
+        return _run(args)
     except (ConfigError, InputError, TableValidationError, ValueError, FileNotFoundError) as exc:
         print(f"judgeaudit: error: {exc}", file=sys.stderr)
         return 2
+
+
+def _deps(args: argparse.Namespace) -> int:
+    from flows.deps import ROOT, rewrite_deps, stage_deps
+
+    path = ROOT / "dvc.yaml"
+    need, missing = stage_deps(path)
+    if args.write:
+        path.write_text(rewrite_deps(path.read_text(), need))
+        print(f"{path}: code deps rewritten for {len(need)} stages")
+        return 0
+    for stage, files in missing.items():
+        if files:
+            print(f"{stage}: dvc.yaml's deps miss {', '.join(files)}")
+    if any(missing.values()):
+        print("run `judgeaudit deps --write` to rewrite them from the code", file=sys.stderr)
+        return 1
+    print(f"{path}: the deps of all {len(need)} stages cover the code they run")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    """``judgeaudit run [stage]``: the stage's Prefect flow (or the whole audit)."""
+    from judgeaudit.config import load_params
+
+    params = load_params(args.params)  # fail fast, before any server starts
+    if args.stage in (None, "bootstrap") and params.corpus.prompts_file:
+        from judgeaudit.pipeline.bootstrap import make_prompts
+
+        make_prompts(params)
+    from flows.server import exit_on_sigterm, prefect_api
+    from flows.stages import STAGES, full_audit, missing_upstream
+
+    if args.stage and (missing := missing_upstream(args.stage, args.root)):
+        raise FileNotFoundError(missing)  # said before any server starts
+
+    exit_on_sigterm()
+    from judgeaudit.tables import remove_leftovers
+
+    for path in remove_leftovers(args.root):
+        print(f"judgeaudit: removed {path}, left by an interrupted write", file=sys.stderr)
+    flow = STAGES[args.stage] if args.stage else full_audit
+    with prefect_api():
+        result = flow(params_path=args.params, root=args.root)
+    print(f"judgeaudit: {args.stage or 'full audit'} done: {result}")
+    return 0
 
 
 if __name__ == "__main__":

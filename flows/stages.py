@@ -344,7 +344,7 @@ def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
                   "headline": pd.DataFrame(info["headline"]), "notes": info["notes"]}
     lb_dir = layout.root / "leaderboard"
     lb_info = json.loads((lb_dir / "summary.json").read_text()) if (lb_dir / "summary.json").exists() else {}
-    leaderboard = ({"summary": lb_info, "board": pd.read_parquet(lb_dir / "win_rates.parquet")
+    leaderboard = ({"summary": lb_info, "dir": lb_dir, "board": pd.read_parquet(lb_dir / "win_rates.parquet")
                     if (lb_dir / "win_rates.parquet").exists() else None} if lb_info else None)
     paths = write_report(wr, pls, summary, responses, layout.report, boat=boat, pu=pu, prefix=prefix,
                          robustness=robust, score_range=score_range, judges=judges, leaderboard=leaderboard)

@@ -295,6 +295,31 @@ class RealJudges(_Strict):
     pu: RealJudgesPU | None = RealJudgesPU()
 
 
+class JudgeBoard(_Strict):
+    judge: str  # a short name for the judge
+    own: str  # the judge's own model on the boards (AlpacaEval's results id)
+
+
+class SelfPreferenceSection(_Strict):
+    """Published leaderboards of the same models under several judges: each judge's
+    preference for its own family's models. An absent path is noted and skipped."""
+
+    path: str = "../shared/data/alpacaeval/judge_leaderboards"
+    boards: dict[str, JudgeBoard]  # leaderboard file (under path) -> its judge
+    families: dict[str, str]  # model id -> family (the judge's own model included)
+    n_instructions: int = Field(ge=1, default=805)
+    n_boot: int = Field(ge=100, default=2000)
+
+    @model_validator(mode="after")
+    def _families_cover_judges(self) -> "SelfPreferenceSection":
+        missing = sorted({b.own for b in self.boards.values()} - set(self.families))
+        if missing:
+            raise ValueError(f"self_preference.families: no family for the judges' own model(s) {missing}")
+        if len(self.boards) < 2:
+            raise ValueError("self_preference.boards: at least two judges' boards are needed to compare")
+        return self
+
+
 class LeaderboardSection(_Strict):
     """A real leaderboard's annotations: raw, length- and style-controlled win rates, CIs,
     separability, gamed entries. An absent path is noted and skipped."""
@@ -303,6 +328,7 @@ class LeaderboardSection(_Strict):
     path: str = "../shared/data/alpacaeval/weighted_alpaca_eval_gpt4_turbo"
     n_boot: int = Field(ge=100, default=1000)
     flag_threshold: float = Field(gt=0, lt=1, default=0.5)
+    self_preference: SelfPreferenceSection | None = None
 
 
 class Attacks(_Strict):

@@ -1,5 +1,6 @@
 """A real `dvc repro` in a temporary git repository: everything runs, a second repro
-does nothing, and a judge parameter change reruns only judging and what follows."""
+does nothing, a judge parameter change reruns only judging and what follows, and an edit
+to the length-controlled GLM makes `dvc status` flag the stage that runs it."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def _ran(log: str) -> set[str]:
 def test_dvc_repro(prefect_server, tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()
-    for item in ("dvc.yaml", "judgeaudit"):
+    for item in ("dvc.yaml", "judgeaudit", "flows", "tasks"):
         src = ROOT / item
         (shutil.copytree if src.is_dir() else shutil.copy)(src, repo / item)
     (repo / "params.yaml").write_text(yaml.safe_dump(tiny_params(), sort_keys=False))
@@ -58,3 +59,9 @@ def test_dvc_repro(prefect_server, tmp_path):
     # judging and what follows: the stages that use the judges (pu, and boat's probe) too
     assert _ran(third) <= {"judge", "audit", "robustness", "boat", "pu", "report"}
     assert not _ran(third) & {"bootstrap", "generate", "train", "respond"}
+
+    glm = repo / "judgeaudit" / "audits" / "length_control.py"
+    glm.write_text(glm.read_text() + "\n# an edit\n")
+    status = _sh("dvc", "status", cwd=repo)
+    flagged = set(re.findall(r"^(\w+):", status, flags=re.M))
+    assert "robustness" in flagged and not flagged & {"bootstrap", "generate", "train", "respond", "judge"}

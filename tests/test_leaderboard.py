@@ -99,6 +99,11 @@ def test_alpacaeval_2_published_raw_figures_and_nullmodel():
     assert result.summary["lc_gamed_stand_in"].startswith("gpt-3.5-turbo-1106_verbose")
     assert pub["lc_win_rate"]["models"] == 57 and pub["lc_win_rate"]["within_1_point"] >= 48
     assert 0.5 < result.summary["separability_bt"] <= 1
+    # the bound the judges' self-preference takes for boards without per-item data holds here
+    from judgeaudit.audits.self_preference import bound_check
+
+    check = bound_check(result.board, 805)
+    assert check["models"] == 58 and check["max_raw_se_over_bound"] <= 1 and check["max_lc_se_over_bound"] <= 1
 
 
 def test_gamed_stand_in_differences_the_variants_against_their_own_base():

@@ -13,6 +13,13 @@ import pandas as pd
 from judgeaudit.audits.gamed_outputs import gamed_outputs
 from judgeaudit.audits.leaderboard_stats import bootstrap_rates, gameability, rank_shifts, separability
 from judgeaudit.audits.reproduction import alpacaeval_figures, published_summary
+from judgeaudit.audits.self_preference import (
+    SelfPreferenceSettings,
+    bound_check,
+    judge_table,
+    published_check,
+    self_preference,
+)
 from judgeaudit.audits.stats import BootstrapSettings
 from judgeaudit.audits.win_rates import (
     LCSettings,
@@ -98,20 +105,68 @@ def write_leaderboard(result: Leaderboard, out: Path, quarantine: Path | None = 
     return paths
 
 
+def judges_compared(section, settings: SelfPreferenceSettings, measured: pd.DataFrame | None,
+                    out: Path) -> dict:
+    """Self-preference of the judges whose published boards of the same models are at
+    ``section.path``: tables, plot and summary under ``out``; ``measured``, a board with
+    per-item standard errors (this stage's), checks the uncertainty bound and the published rows."""
+    from judgeaudit.report.self_preference_report import plot_self_preference
+    from judgeaudit.sources.alpacaeval_boards import read_leaderboard_csv
+    from judgeaudit.tables import write_table
+
+    root = Path(section.path)
+    if not root.is_dir():
+        return {"notes": [f"self-preference: skipped, {root} is absent (see the README for the data)"]}
+    boards = {b.judge: read_leaderboard_csv(root / name) for name, b in section.boards.items()}
+    own = {b.judge: b.own for b in section.boards.values()}
+    table, baseline = judge_table(boards, own, section.families, section.n_instructions)
+    gaps, ranks = self_preference(table, baseline, settings)
+    write_table(table, out / "judge_boards.parquet")
+    write_table(gaps, out / "self_preference.parquet")
+    write_table(ranks, out / "judge_ranks.parquet")
+    plot_self_preference(table, gaps, baseline, out / "self_preference.png")
+    summary = {"baseline": baseline, "judges": own, "n_boot": settings.bootstrap.n_boot,
+               "n_implied": table.groupby("judge").n_implied.all().to_dict(),
+               "n_by_judge": {j: {"min": int(g.n.min()), "max": int(g.n.max())} for j, g in table.groupby("judge")},
+               "self": gaps[gaps.relation == "self"].round(4).to_dict("records"),
+               "max_self_rank_shift": float(gaps.loc[gaps.relation == "self", "rank_shift"].abs().max())}
+    if measured is not None:
+        judge = next((b.judge for b in section.boards.values()
+                      if b.own in set(measured.baseline)), None)  # the judge whose own model is the baseline
+        summary["bound_check"] = bound_check(measured, section.n_instructions)
+        if judge is not None:
+            check = published_check(table, judge, measured)
+            summary["published_check"] = {"judge": judge, **check.round(6).to_dict("list")}
+    return summary
+
+
 def leaderboard_stage(params, out: Path) -> dict:
-    """The stage: the configured leaderboard, or a note where its annotations are absent."""
+    """The stage: the configured leaderboard, or a note where its annotations are absent;
+    then the judges' self-preference where their boards are configured."""
     from judgeaudit.sources import read_source
     from judgeaudit.tables import write_json
 
     section = params.leaderboard
-    if not Path(section.path).exists():
-        note = f"{section.source}: skipped, {section.path} is absent (see the README for the data)"
-        write_json({"notes": [note]}, out / "summary.json")
-        return {"notes": [note]}
-    table, report = read_source(section.source, section.path)
-    settings = LeaderboardSettings(BootstrapSettings(section.n_boot, params.audit.confidence, params.seed),
-                                   flag_threshold=section.flag_threshold)
-    result = build_leaderboard(table, settings)
-    result.summary["notes"] = report.notes
-    write_leaderboard(result, out, out.parent / "quarantine")
-    return result.summary
+    boot = BootstrapSettings(section.n_boot, params.audit.confidence, params.seed)
+    out.mkdir(parents=True, exist_ok=True)
+    result = None
+    if Path(section.path).exists():
+        table, report = read_source(section.source, section.path)
+        result = build_leaderboard(table, LeaderboardSettings(boot, flag_threshold=section.flag_threshold))
+        summary = result.summary
+        summary["notes"] = report.notes
+    else:
+        summary = {"notes": [f"{section.source}: skipped, {section.path} is absent (see the README for the data)"]}
+    if section.self_preference is not None:
+        sp = section.self_preference
+        settings = SelfPreferenceSettings(sp.n_instructions,
+                                          BootstrapSettings(sp.n_boot, params.audit.confidence, params.seed))
+        compared = judges_compared(sp, settings, result.board if result else None, out)
+        summary["notes"] = summary["notes"] + compared.pop("notes", [])
+        if compared:
+            summary["self_preference"] = compared
+    if result is not None:
+        write_leaderboard(result, out, out.parent / "quarantine")
+    else:
+        write_json(summary, out / "summary.json")
+    return summary

@@ -14,6 +14,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from judgeaudit.report.judge_report import STYLE, _fmt  # noqa: E402
+from judgeaudit.report.self_preference_report import self_preference_section  # noqa: E402
 
 
 def plot_raw_vs_controlled(board: pd.DataFrame, path: Path) -> Path:
@@ -85,17 +86,20 @@ def write_leaderboard_report(result, out: Path) -> Path:
             "<h2>Against the leaderboard's own figures</h2>", _fmt(pub) if len(pub) else "<p>No published figures.</p>",
             "".join(f"<img src='{p.name}' alt='{html.escape(p.stem)}'>" for p in pngs),
             "<h2>Length-gamed variants: spread of each base model's variants (points, 95% CI)</h2>",
-            _fmt(result.gameability), "<h2>All models</h2>", _fmt(table), "</body></html>"]
+            _fmt(result.gameability), "<h2>All models</h2>", _fmt(table),
+            self_preference_section(summary, out), "</body></html>"]
     path = out / "leaderboard.html"
     path.write_text("\n".join(body))
     return path
 
 
-def leaderboard_section(board: pd.DataFrame, summary: dict, out_dir: Path) -> str:
-    """The leaderboard's section in the main report."""
+def leaderboard_section(board: pd.DataFrame, summary: dict, out_dir: Path, stage_dir: Path | None = None) -> str:
+    """The leaderboard's section in the main report (with the judges' self-preference when
+    the stage under ``stage_dir`` computed it)."""
+    judges = self_preference_section(summary, stage_dir, out_dir) if stage_dir is not None else ""
     if board is None or board.empty:
         notes = summary.get("notes", [])
-        return ("<h2>Leaderboard</h2>" + "".join(f"<p>{html.escape(n)}</p>" for n in notes)) if notes else ""
+        return (("<h2>Leaderboard</h2>" + "".join(f"<p>{html.escape(n)}</p>" for n in notes)) if notes else "") + judges
     png = plot_raw_vs_controlled(board, out_dir / "leaderboard_raw_vs_controlled.png")
     pub = pd.DataFrame([{"figure": k, **v} for k, v in summary.get("published", {}).items()])
     top = board.sort_values("lc_win_rate", ascending=False)[
@@ -105,4 +109,5 @@ def leaderboard_section(board: pd.DataFrame, summary: dict, out_dir: Path) -> st
             f"<p>{summary['models']} models; flagged as gamed (outputs that do not depend on the instruction): "
             f"{html.escape(', '.join(summary['flagged']) or 'none')}. Separability of Bradley-Terry 95% CIs: "
             f"{summary['separability_bt']:.1%}.</p><p>Against the leaderboard's own published figures:</p>"
-            + (_fmt(pub) if len(pub) else "") + f"<img src='{png.name}' alt='raw against controlled'>" + _fmt(top))
+            + (_fmt(pub) if len(pub) else "") + f"<img src='{png.name}' alt='raw against controlled'>" + _fmt(top)
+            + judges)

@@ -246,7 +246,8 @@ def write_report(wr: pd.DataFrame, pls: pd.DataFrame, summary: dict, responses: 
     if leaderboard is not None:
         from judgeaudit.report.leaderboard_report import leaderboard_section
 
-        leaderboard_html = leaderboard_section(leaderboard["board"], leaderboard["summary"], out_dir)
+        leaderboard_html = leaderboard_section(leaderboard["board"], leaderboard["summary"], out_dir,
+                                               leaderboard.get("dir"))
     prefix_html = _prefix_section(prefix, out_dir)
     pls_png = plot_pls(pls, out_dir / "pls_by_tier.png")
     wr_png = plot_win_rates(wr, out_dir / "win_rates.png")

@@ -1,0 +1,227 @@
+"""The code each pipeline stage runs, computed from the source (ast), for checking
+dvc.yaml's ``deps``: ``judgeaudit run <stage>`` enters through flows/cli.py into the
+stage's flow in flows/stages.py, which calls tasks in tasks/units.py.
+
+Those three hub modules serve every stage, so they are followed function by function
+(the names a function uses, the same module's functions it calls, ``units.<task>``);
+a library module a hub function uses counts whole, with every project module it imports
+anywhere in its file (function-local imports included) and its packages' ``__init__``.
+The hub files themselves are deps of every stage: an edit to any flow reruns them all,
+which is right for the shared helpers and conservative for the rest."""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("judgeaudit", "flows", "tasks")
+HUBS = ("flows.cli", "flows.stages", "tasks.units")
+ENTRY = ("flows.cli", "_run")
+# hub functions that run other stages (the whole-DAG flows), not part of any one stage
+DISPATCH = {("flows.stages", "full_audit"), ("flows.stages", "full_audit_gpu_pool")}
+
+
+def module_file(module: str) -> Path | None:
+    """The file of a project module (a package's ``__init__.py``); None outside the project."""
+    if module.split(".")[0] not in PACKAGES:
+        return None
+    base = ROOT.joinpath(*module.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+@cache
+def _tree(module: str) -> ast.Module:
+    return ast.parse(module_file(module).read_text(), filename=str(module_file(module)))
+
+
+def _resolve(module: str, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    parts = module.split(".")
+    if module_file(module).name != "__init__.py":
+        parts = parts[:-1]
+    base = parts[: len(parts) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _imports(module: str, nodes: list[ast.AST]) -> dict[str, str]:
+    """name bound -> the project module it names (``from a import b``: a.b when a module, else a)."""
+    bound = {}
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    bound[alias.asname] = alias.name
+                else:
+                    bound[alias.name.split(".")[0]] = alias.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom):
+            source = _resolve(module, node)
+            for alias in node.names:
+                sub = f"{source}.{alias.name}"
+                bound[alias.asname or alias.name] = sub if module_file(sub) else source
+    return {k: v for k, v in bound.items() if module_file(v) is not None}
+
+
+def _all_imports(module: str) -> set[str]:
+    """Every project module a library module imports, anywhere in its file."""
+    nodes = [n for n in ast.walk(_tree(module)) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    found = set(_imports(module, nodes).values())
+    for node in nodes:  # `import judgeaudit.x.y` binds judgeaudit but loads judgeaudit.x.y
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if module_file(a.name)}
+    return found
+
+
+def _with_packages(module: str) -> set[str]:
+    parts = module.split(".")
+    return {".".join(parts[:i]) for i in range(1, len(parts) + 1) if module_file(".".join(parts[:i]))}
+
+
+def library_closure(modules: set[str]) -> set[str]:
+    """The modules given, every project module they import (transitively), and their packages."""
+    seen: set[str] = set()
+    todo = [m for mod in modules for m in _with_packages(mod)]
+    while todo:
+        mod = todo.pop()
+        if mod in seen:
+            continue
+        seen.add(mod)
+        todo += [m for imp in _all_imports(mod) for m in _with_packages(imp)]
+    return seen
+
+
+def _functions(module: str) -> dict[str, ast.AST]:
+    return {n.name: n for n in _tree(module).body
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+
+
+def _module_imports(module: str) -> dict[str, str]:
+    return _imports(module, [n for n in _tree(module).body if isinstance(n, (ast.Import, ast.ImportFrom))])
+
+
+def hub_closure(module: str, function: str) -> set[str]:
+    """Library modules reached from a hub function, following hub functions by name."""
+    library: set[str] = set()
+    seen: set[tuple[str, str]] = set()
+    todo = [(module, function)]
+    while todo:
+        mod, fn = todo.pop()
+        if (mod, fn) in seen or (mod, fn) in DISPATCH:
+            continue
+        seen.add((mod, fn))
+        node = _functions(mod)[fn]
+        local = _imports(mod, [n for n in ast.walk(node) if isinstance(n, (ast.Import, ast.ImportFrom))])
+        names = {**_module_imports(mod), **local}
+        defined = _functions(mod)
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and sub.id in defined and sub.id != fn:
+                todo.append((mod, sub.id))
+            elif isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name) and sub.value.id in names:
+                target = names[sub.value.id]
+                if target in HUBS and sub.attr in _functions(target):
+                    todo.append((target, sub.attr))
+                elif target not in HUBS:
+                    library.add(target)
+            if isinstance(sub, ast.Name) and sub.id in names and names[sub.id] not in HUBS:
+                library.add(names[sub.id])
+        # a from-import of a function binds the function's module
+        for imported in local.values():
+            if imported not in HUBS:
+                library.add(imported)
+    return library
+
+
+def stage_files(flow_function: str) -> set[Path]:
+    """Every project file the stage whose flow is ``flows.stages.<flow_function>`` runs."""
+    mods = library_closure(hub_closure("flows.stages", flow_function) | hub_closure(*ENTRY))
+    mods |= {m for hub in HUBS for m in _with_packages(hub)}
+    return {module_file(m) for m in mods}
+
+
+def covered(path: Path, deps: list[str]) -> bool:
+    """Whether a dvc.yaml deps list (files and folders, relative to the repo) covers ``path``."""
+    rel = path.relative_to(ROOT)
+    return any(rel == Path(d) or Path(d) in rel.parents for d in deps)
+
+
+def _package_data(module_path: Path) -> set[Path]:
+    """Data a package ships beside its modules (folders without ``__init__``, e.g. published figures)."""
+    return {p for d in module_path.parent.iterdir() if d.is_dir() and not (d / "__init__.py").exists()
+            and d.name != "__pycache__" for p in d.rglob("*") if p.is_file() and p.suffix != ".pyc"}
+
+
+def stage_code(flow_function: str) -> set[Path]:
+    """The stage's files with the data its packages ship."""
+    files = stage_files(flow_function)
+    return files | {p for f in files if f.name == "__init__.py" for p in _package_data(f)}
+
+
+def _source_files(folder: Path) -> set[Path]:
+    return {p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"}
+
+
+def code_deps(files: set[Path]) -> list[str]:
+    """``files`` as dvc.yaml deps: a folder where every file under it is among them."""
+    out: list[str] = []
+    for path in sorted(files):
+        rel = path.relative_to(ROOT)
+        if any(Path(d) in rel.parents for d in out):
+            continue
+        top = None
+        for parent in reversed(rel.parents[:-1]):  # the widest folder wholly covered
+            if _source_files(ROOT / parent) <= files:
+                top = parent
+                break
+        out.append(str(top if top is not None else rel))
+    return sorted(set(out))
+
+
+CODE_ROOTS = PACKAGES  # deps under these are code, recomputed; any other dep (data/...) is kept
+
+
+def rewrite_deps(text: str, code: dict[str, list[str]]) -> str:
+    """dvc.yaml's text with each stage's code deps replaced by ``code[stage]`` (data deps,
+    comments and everything else kept as written)."""
+    lines, out, stage, in_deps = text.splitlines(), [], None, False
+    for line in lines:
+        stripped = line.strip()
+        if line.startswith("  ") and not line.startswith("   ") and stripped.endswith(":"):
+            stage = stripped[:-1]
+        if stripped == "deps:" and stage in code:
+            out.append(line)
+            indent = line[: len(line) - len(line.lstrip())] + "  "
+            out += [f"{indent}- {d}" for d in code[stage]]
+            in_deps = True
+            continue
+        if in_deps:
+            if stripped.startswith("- ") and line.startswith(indent):
+                if stripped[2:].split("/")[0] in CODE_ROOTS:
+                    continue  # a code dep: recomputed above
+                out.append(line)
+                continue
+            in_deps = False
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def stage_deps(dvc_yaml: Path = ROOT / "dvc.yaml") -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """Per stage of dvc.yaml: the code deps it needs (computed), and the needed files its deps miss."""
+    import yaml
+
+    from flows.stages import STAGES
+
+    stages = yaml.safe_load(dvc_yaml.read_text())["stages"]
+    unknown = sorted(set(stages) - set(STAGES))
+    if unknown:
+        raise ValueError(f"{dvc_yaml}: stage(s) {unknown} have no flow in flows/stages.py STAGES")
+    need, missing = {}, {}
+    for name, stage in stages.items():
+        files = stage_code(STAGES[name].fn.__name__)
+        need[name] = code_deps(files)
+        missing[name] = sorted(str(f.relative_to(ROOT)) for f in files if not covered(f, stage.get("deps", [])))
+    return need, missing
