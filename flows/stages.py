@@ -194,7 +194,7 @@ def robustness_flow(params_path: str = "params.yaml", root: str = "data") -> dic
     params, layout = load_params(params_path), Layout(Path(root))
     responses = _read(layout.responses, "responses", layout)
     judgments = _read(layout.judgments, "judgments", layout)
-    ablation, flips, calibration, controlled, moved = units.robustness_audit(
+    ablation, flips, calibration, controlled, moved, recognised, classifier = units.robustness_audit(
         params, responses, judgments, layout.models, str(layout.root))
     out = layout.root / "robustness"
     _publish(ablation, "pls", "robustness", out / "ablation.parquet", layout)
@@ -205,6 +205,11 @@ def robustness_flow(params_path: str = "params.yaml", root: str = "data") -> dic
                "length_gameability": moved.to_dict("records"), "ablation": ablation.to_dict("records"),
                "calibration": calibration.to_dict("records"),
                "attack_flips": flips[flips.category == "all"].to_dict("records")}
+    if recognised is not None:  # configured: whether the judges, or a classifier, can see the leakage
+        units.write(recognised, out / "recognition.parquet")
+        units.write(classifier, out / "generator_classifier.parquet")
+        summary["recognition"] = {"judges": recognised.to_dict("records"),
+                                  "classifier": classifier.to_dict("records")}
     write_json(summary, out / "summary.json")
     return {"conditions": sorted(set(ablation.condition))}
 

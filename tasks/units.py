@@ -95,14 +95,15 @@ def score_range_audit(params: Params, models_dir: Path, out: Path) -> tuple[pd.D
     return score_range.score_range_stage(params, Layout(out.parent))
 
 
-@task(cache_policy=artifact_cache(("seed", "audit", "judge", "leakage", "attacks", *MODELS)), **_LOAD)
+@task(cache_policy=artifact_cache(("seed", "audit", "judge", "leakage", "attacks", "recognition", *MODELS)), **_LOAD)
 def robustness_audit(params: Params, responses: pd.DataFrame, judgments: pd.DataFrame, models_dir: Path,
                      root: str) -> tuple[pd.DataFrame, ...]:
     layout = Layout(Path(root))
     return (robustness.ablation_pls(params, responses, judgments, layout),
             robustness.attack_flips(params, responses, judgments, layout),
             robustness.calibrated_pls(params, judgments),
-            *robustness.length_controlled(params, responses, judgments, layout))
+            *robustness.length_controlled(params, responses, judgments, layout),
+            *(robustness.recognition(params, responses, layout) if params.recognition else (None, None)))
 
 
 @task(retries=1, retry_delay_seconds=5)

@@ -66,6 +66,10 @@ def test_full_audit_flow(prefect_server, tiny_params_file, tmp_path):
     assert {r["condition"] for r in robust["ablation"]} == {"original", "no-style", "no-format", "no-wording"}
     assert {r["attack"] for r in robust["attack_flips"]} == set(ATTACKS)
     assert {r["condition"] for r in robust["calibration"]} == {"before", "after"}
+    judges = [r for r in robust["recognition"]["judges"] if r["tier"] != "all"]
+    assert len(judges) == 6 and all(0.4 < r["mean_p_related"] < 0.6 for r in judges)
+    clf = next(r for r in robust["recognition"]["classifier"] if r["scope"] == "all")
+    assert clf["ci_low"] > clf["chance"] == 0.5  # the students' generators told apart on held-out prompts
     prefix = report["prefix"]
     assert set(prefix["summary"]) == {"zero-shot", "baseline", "aug", "aug-gen"}
     assert set(prefix["summary"]["aug-gen"]) >= {"race"} and "gender" not in prefix["summary"]["aug-gen"]

@@ -134,3 +134,43 @@ def length_controlled(params: Params, responses: pd.DataFrame, judgments: pd.Dat
     table = pd.concat([clean.assign(condition="clean"), attacked.assign(condition="length-attack")],
                       ignore_index=True)
     return table, moved
+
+
+def recognition(params: Params, responses: pd.DataFrame, layout: Layout) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(a) each related judge asked to pick its student's response; (b) a linear head on the
+    frozen encoder telling the students' generators apart on held-out prompts."""
+    from judgeaudit.audits.recognition import (
+        ClassifierSettings,
+        accuracy_ci,
+        generator_classifier,
+        judge_recognition,
+        picks,
+        recognition_pairs,
+    )
+    from judgeaudit.audits.stats import BootstrapSettings
+    from judgeaudit.judging.pairwise import prompted_probabilities
+    from judgeaudit.models import load_model
+    from judgeaudit.models.encoder import Encoder
+
+    section, a = params.recognition, params.audit
+    boot = BootstrapSettings(a.n_boot, a.confidence, params.seed)
+    rows, pooled = [], []
+    for judge in (j for j in unique_roster(params) if j["related_generator"]):
+        pairs = recognition_pairs(responses, judge["related_generator"])
+        if len(pairs) > section.max_pairs:
+            pairs = pairs.sample(section.max_pairs, random_state=params.seed).reset_index(drop=True)
+        model = load_model(params.spec_for(judge["judge"], layout.models), name=judge["judge"], progress=False)
+        p = judge_recognition(lambda q, x, y: prompted_probabilities(model, section.template, q, x, y), pairs)
+        rows.append({"judge": judge["judge"], "tier": judge["tier"], "related_generator": judge["related_generator"],
+                     **accuracy_ci(picks(p), pairs.prompt_id.to_numpy(), 0.5, boot),
+                     "mean_p_related": float(p.mean())})
+        pooled.append(pd.DataFrame({"pick": picks(p), "prompt_id": pairs.prompt_id, "p": p}))
+    if pooled:
+        every = pd.concat(pooled, ignore_index=True)
+        rows.append({"judge": "all related judges", "tier": "all", "related_generator": "",
+                     **accuracy_ci(every.pick.to_numpy(), every.prompt_id.to_numpy(), 0.5, boot),
+                     "mean_p_related": float(every.p.mean())})
+    encoder = Encoder(section.encoder)
+    embeddings = encoder.embed(responses.response.tolist())
+    classifier, _ = generator_classifier(responses, embeddings, ClassifierSettings(section.test_share, 1.0, boot))
+    return pd.DataFrame(rows), classifier.assign(encoder=section.encoder)

@@ -100,6 +100,22 @@ def _robustness_section(robust: dict | None) -> str:
                         "win rate should move less.</p>"
                         + _fmt(moved.pivot(index="judge", columns="control",
                                            values="mean |Δ win rate| [CI] (n cells)").reset_index()))
+    rec_html = ""
+    if robust.get("recognition"):
+        judges = pd.DataFrame(robust["recognition"]["judges"])
+        clf = pd.DataFrame(robust["recognition"]["classifier"])
+        for frame in (judges, clf):
+            frame["accuracy [CI] (n)"] = [f"{e:.3f} [{lo:.3f}, {hi:.3f}] (n={n})" for e, lo, hi, n in
+                                          zip(frame.accuracy, frame.ci_low, frame.ci_high, frame.n)]
+        rec_html = ("<h2>Recognition: can the leakage be seen?</h2><p>Each related judge asked which of two "
+                    "responses (its related generator's student and another generator's, same base, method and "
+                    "prompt) came from a model trained on its own answers; both orders averaged, chance 0.5 "
+                    "(the study: 41-53%). mean_p_related: the judge's average probability for the right one.</p>"
+                    + _fmt(judges[["judge", "tier", "accuracy [CI] (n)", "n_prompts", "p_value", "mean_p_related"]])
+                    + "<p>A logistic head on the frozen encoder's embeddings of the students' responses, trained "
+                    "on one half of the prompts and tested on the other, naming the generator whose data each "
+                    "student learnt from (chance 1 / generators; the study's BERT classifier: 82.4%).</p>"
+                    + _fmt(clf[["scope", "group", "accuracy [CI] (n)", "n_prompts", "chance", "n_train"]]))
     return ("<h2>Spurious-feature ablation</h2><p>PLS by tier (all methods) on the original "
             "responses and after removing house-style phrases, markdown format, or wording "
             "(synonym swaps) from every student response.</p>" + _fmt(table)
@@ -108,7 +124,7 @@ def _robustness_section(robust: dict | None) -> str:
             "paragraph, or made to carry a prompt injection (an instruction to the judge, or a "
             "forged verdict for itself); per question category in "
             "data/robustness/attack_flips.parquet.</p>"
-            + _fmt(flips) + calib_html + lc_html)
+            + _fmt(flips) + calib_html + lc_html + rec_html)
 
 
 def _pu_section(pu: dict | None) -> str:
