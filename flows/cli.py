@@ -7,8 +7,8 @@ import os
 import sys
 from pathlib import Path
 
-STAGE_NAMES = ("bootstrap", "generate", "train", "respond", "judge", "audit", "robustness", "boat", "pu", "prefix",
-               "score_range", "real_judges", "leaderboard", "report")
+STAGE_NAMES = ("bootstrap", "generate", "train", "respond", "judge", "audit", "robustness", "leakage_studies", "boat",
+               "pu", "prefix", "score_range", "real_judges", "leaderboard", "report")
 
 
 # Prefect's ephemeral server needs longer than its default to start on 2 cores, and

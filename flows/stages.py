@@ -32,7 +32,7 @@ WRITTEN_BY = {"prompts": "bootstrap", "synthetic": "generate", "student_index": 
               "judgments": "judge", "win_rates": "audit", "pls": "audit", "score_correlations": "score_range",
               "judge_quality": "real_judges"}
 READS = {"generate": ("prompts",), "train": ("synthetic",), "respond": ("prompts", "synthetic", "student_index"),
-         "judge": ("responses",), "audit": ("judgments",), "robustness": ("responses", "judgments"),
+         "judge": ("responses",), "audit": ("judgments", "prompts"), "leakage_studies": ("prompts", "synthetic"), "robustness": ("responses", "judgments"),
          "report": ("win_rates", "pls", "responses")}
 
 
@@ -180,9 +180,14 @@ def audit_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
     """Win rates and PLS, with bootstrap CIs."""
     params, layout = load_params(params_path), Layout(Path(root))
     judgments = _read(layout.judgments, "judgments", layout)
-    wr, pls, summary = units.leakage_audit(params, judgments)
+    prompts = _read(layout.prompts, "prompts", layout)
+    wr, pls, summary, by_task = units.leakage_audit(params, judgments, prompts)
     _publish(wr, "win_rates", "audit", layout.metrics / "win_rates.parquet", layout)
     _publish(pls, "pls", "audit", layout.metrics / "pls.parquet", layout)
+    units.write(by_task, layout.metrics / "pls_by_task.parquet")
+    summary["pls_by_task_type"] = {f"{r.group}/{r.tier}": {"estimate": r.estimate, "ci_low": r.ci_low,
+                                                           "ci_high": r.ci_high, "n": int(r.n)}
+                                   for r in by_task[by_task.scope == "task_type"].itertuples()}
     write_json(summary, layout.metrics / "summary.json")
     get_run_logger().info("PLS by tier: %s", summary["pls_by_tier"])
     return summary
@@ -212,6 +217,27 @@ def robustness_flow(params_path: str = "params.yaml", root: str = "data") -> dic
                                   "classifier": classifier.to_dict("records")}
     write_json(summary, out / "summary.json")
     return {"conditions": sorted(set(ablation.condition))}
+
+
+@flow(name="leakage-studies")
+def leakage_studies_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
+    """Data mixing and model scale: SFT students of its own, PLS against the share of a
+    generator's data and against the student's size, with the fits' CIs."""
+    from judgeaudit.report.leakage_report import plot_leakage_studies
+
+    params, layout = load_params(params_path), Layout(Path(root))
+    out = layout.root / "leakage_studies"
+    if _unconfigured(params.leakage_studies, out):
+        return {}
+    prompts = _read(layout.prompts, "prompts", layout)
+    synthetic = _read(layout.synthetic, "synthetic", layout)
+    result = units.leakage_studies(params, prompts, synthetic, layout.models, str(layout.root))
+    for name in ("responses", "judgments", "mixing", "scale"):
+        units.write(result[name], out / f"{name}.parquet")
+    write_json(result["summary"], out / "summary.json")
+    plot_leakage_studies(result["summary"], out / "leakage_studies.png")
+    return {k: {"slope": round(result["summary"][k]["fit"]["slope"], 4), "r2": round(result["summary"][k]["fit"]["r2"], 3)}
+            for k in ("mixing", "scale")}
 
 
 @flow(name="boat")
@@ -332,6 +358,8 @@ def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
     matrices_file = layout.prefix / "matrices.parquet"
     prefix = ({"summary": json.loads((layout.prefix / "summary.json").read_text()),
                "matrices": pd.read_parquet(matrices_file)} if matrices_file.exists() else None)
+    studies_file = layout.root / "leakage_studies" / "summary.json"
+    studies = json.loads(studies_file.read_text()) if studies_file.exists() else None
     robust_file = layout.root / "robustness" / "summary.json"
     robust = json.loads(robust_file.read_text()) if robust_file.exists() else None
     corr_file = layout.score_range / "correlations.parquet"
@@ -352,7 +380,8 @@ def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
     leaderboard = ({"summary": lb_info, "dir": lb_dir, "board": pd.read_parquet(lb_dir / "win_rates.parquet")
                     if (lb_dir / "win_rates.parquet").exists() else None} if lb_info else None)
     paths = write_report(wr, pls, summary, responses, layout.report, boat=boat, pu=pu, prefix=prefix,
-                         robustness=robust, score_range=score_range, judges=judges, leaderboard=leaderboard)
+                         robustness=robust, score_range=score_range, judges=judges, leaderboard=leaderboard,
+                         studies=studies)
     table = summary_table(pls)
     create_markdown_artifact(key="preference-leakage",
                              markdown="# Preference leakage (PLS, 95% CI, n prompts)\n\n"
@@ -363,7 +392,7 @@ def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
 
 STAGES = {"bootstrap": bootstrap_flow, "generate": generate_flow, "train": train_flow,
           "respond": respond_flow, "judge": judge_flow, "audit": audit_flow,
-          "robustness": robustness_flow, "boat": boat_flow,
+          "robustness": robustness_flow, "leakage_studies": leakage_studies_flow, "boat": boat_flow,
           "pu": pu_flow, "prefix": prefix_flow, "score_range": score_range_flow,
           "real_judges": real_judges_flow, "leaderboard": leaderboard_flow, "report": report_flow}
 
@@ -379,7 +408,7 @@ def full_audit(params_path: str = "params.yaml", root: str = "data") -> str:
 
 # Stages that want an accelerator: with the GPU pool deployments of prefect.yaml, the
 # full audit sends these to the "judgeaudit-gpu" work pool and runs the rest here.
-GPU_STAGES = ("train", "respond", "judge", "score_range")
+GPU_STAGES = ("train", "respond", "judge", "leakage_studies", "score_range")
 
 
 @flow(name="full-audit-gpu-pool")

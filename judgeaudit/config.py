@@ -10,7 +10,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from judgeaudit.generation.corpus import CATEGORIES
+from judgeaudit.generation.corpus import CATEGORIES, SUBJECTIVE
 from judgeaudit.generation.styles import STYLES
 from judgeaudit.judging.generative import GENERATIVE_TEMPLATE
 from judgeaudit.judging.pointwise import SCORE_TEMPLATE
@@ -93,7 +93,8 @@ class ModelEntry(_Strict):
 
 
 class Corpus(_Strict):
-    categories: list[str] = list(CATEGORIES)
+    categories: list[str] = list(CATEGORIES)  # objective: every audit's items
+    subjective: list[str] = []  # open categories added to the leakage prompts only (PLS by task type)
     n_pretrain: int = Field(ge=8)
     n_train_prompts: int = Field(ge=4)
     n_eval_prompts: int = Field(ge=4)
@@ -104,7 +105,15 @@ class Corpus(_Strict):
         bad = set(self.categories) - set(CATEGORIES)
         if bad:
             raise ValueError(f"unknown categories {sorted(bad)}; known: {list(CATEGORIES)}")
+        bad = set(self.subjective) - set(SUBJECTIVE)
+        if bad:
+            raise ValueError(f"corpus.subjective: unknown categories {sorted(bad)}; known: {list(SUBJECTIVE)}")
         return self
+
+    @property
+    def prompt_categories(self) -> tuple[str, ...]:
+        """The leakage prompts' categories: objective, then subjective."""
+        return (*self.categories, *self.subjective)
 
 
 class Embedded(_Strict):
@@ -320,6 +329,32 @@ class SelfPreferenceSection(_Strict):
         return self
 
 
+class LeakageStudies(_Strict):
+    """Students of its own: PLS against the share of a generator's data in the SFT mixture,
+    and against the student base's size."""
+
+    tier: Literal["same", "inheritance", "same_family"] = "same"  # whose judges score the students
+    mixing_student: str
+    shares: list[float] = [0.1, 0.25, 0.5, 0.75, 1.0]
+    scale_students: list[str]  # student bases of different sizes
+    scale_share: float = Field(gt=0, le=1, default=1.0)  # the share the scale study trains at
+    sft: TrainArgs | None = None  # the students' SFT (default: train.sft)
+
+    @field_validator("shares")
+    @classmethod
+    def _shares(cls, value: list[float]) -> list[float]:
+        if len(value) < 2 or any(not 0 < v <= 1 for v in value) or value != sorted(set(value)):
+            raise ValueError(f"shares must be two or more distinct increasing values in (0, 1], got {value}")
+        return value
+
+    @field_validator("scale_students")
+    @classmethod
+    def _scale(cls, value: list[str]) -> list[str]:
+        if len(value) < 2 or len(set(value)) != len(value):
+            raise ValueError(f"scale_students must name two or more distinct student bases, got {value}")
+        return value
+
+
 RECOGNITION_TEMPLATE = (
     "Question: {question}\n\nResponse A: {answer_a}\n\nResponse B: {answer_b}\n\n"
     "One of these two responses was written by a model trained on your own answers. "
@@ -395,6 +430,7 @@ class Params(_Strict):
     real_judges: RealJudges | None = None
     leaderboard: LeaderboardSection | None = None
     recognition: Recognition | None = Recognition()
+    leakage_studies: LeakageStudies | None = None
 
     @model_validator(mode="after")
     def _references(self) -> "Params":
@@ -425,6 +461,10 @@ class Params(_Strict):
                 raise ValueError(f"judge.modes.{name} names no judge (the judges: "
                                  f"{sorted(judges)}); a misspelt name would run that judge in "
                                  f"mode {self.judge.mode!r}")
+        if self.leakage_studies is not None:
+            need(self.leakage_studies.mixing_student, "leakage_studies.mixing_student")
+            for base in self.leakage_studies.scale_students:
+                need(base, "leakage_studies.scale_students")
         if self.boat is not None:
             need(self.boat.model, "boat.model")
         if self.prefix is not None:

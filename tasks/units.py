@@ -65,8 +65,19 @@ def judge_pairs(params: Params, judge_entry: dict, pairs: pd.DataFrame, judge_di
 
 
 @task(cache_policy=artifact_cache(("seed", "audit", "leakage")), persist_result=True)
-def leakage_audit(params: Params, judgments: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
-    return audit.leakage_audit(params, judgments)
+def leakage_audit(params: Params, judgments: pd.DataFrame, prompts: pd.DataFrame
+                  ) -> tuple[pd.DataFrame, pd.DataFrame, dict, pd.DataFrame]:
+    return (*audit.leakage_audit(params, judgments), audit.pls_by_task(params, judgments, prompts))
+
+
+@task(cache_policy=artifact_cache(("seed", "corpus", "audit", "train", "generate", "judge", "leakage",
+                                   "leakage_studies", *MODELS)), **_LOAD)
+def leakage_studies(params: Params, prompts: pd.DataFrame, synthetic: pd.DataFrame, models_dir: Path,
+                    root: str) -> dict:
+    """``models_dir``: the bases and judges, whose content keys the cache."""
+    from judgeaudit.pipeline.leakage_studies import studies_stage
+
+    return studies_stage(params, prompts, synthetic, Layout(Path(root)))
 
 
 @task(cache_policy=artifact_cache(("seed", "corpus", "audit", "boat", *MODELS), output="out"), **_LOAD)

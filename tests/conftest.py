@@ -26,7 +26,9 @@ def tiny_params() -> dict:
     # nothing to find): the end-to-end tests assert the planted leakage is recovered
     params["corpus"].update(n_pretrain=400, n_train_prompts=24, n_eval_prompts=16)
     params["embedded"].update(vocab_size=320, sizes={"tiny": {"layers": 1, "hidden": 64, "heads": 2,
-                                                             "intermediate": 128}},
+                                                             "intermediate": 128},
+                                                    "mini": {"layers": 1, "hidden": 32, "heads": 2,
+                                                             "intermediate": 64}},
                               pretrain={"epochs": 6, "lr": 0.005, "batch_size": 16})
     params["models"] = {
         "gen-f": {"build": {"corpus_style": "formal", "size": "tiny", "seed": 1}},
@@ -36,7 +38,10 @@ def tiny_params() -> dict:
         "sib-f": {"build": {"corpus_style": "formal", "size": "tiny", "seed": 7}},
         "sib-t": {"build": {"corpus_style": "terse", "size": "tiny", "seed": 4}},
         "student": {"build": {"corpus_style": "mixed", "size": "tiny", "seed": 5}},
+        "student-mini": {"build": {"corpus_style": "mixed", "size": "mini", "seed": 8}},
     }
+    params["leakage_studies"] = {"tier": "same", "mixing_student": "student", "shares": [0.25, 1.0],
+                                 "scale_students": ["student-mini", "student"]}
     params["generate"] = {"max_new_tokens": 12, "temperature": 0.7}
     params["train"].update(sft={"epochs": 1, "lr": 0.001, "batch_size": 8},
                            dpo={"epochs": 1, "lr": 0.0005, "batch_size": 8}, icl_shots=2)

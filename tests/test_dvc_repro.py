@@ -42,7 +42,7 @@ def test_dvc_repro(prefect_server, tmp_path):
 
     first = _sh("dvc", "repro", cwd=repo)
     assert _ran(first) == {"bootstrap", "generate", "train", "respond", "judge", "audit",
-                            "robustness", "boat", "pu", "prefix", "score_range", "real_judges", "leaderboard",
+                            "robustness", "leakage_studies", "boat", "pu", "prefix", "score_range", "real_judges", "leaderboard",
                             "report"}
     assert (repo / "data/report/report.html").exists()
     lock = (repo / "dvc.lock").read_text()
@@ -57,7 +57,7 @@ def test_dvc_repro(prefect_server, tmp_path):
     third = _sh("dvc", "repro", cwd=repo)
     assert "judge" in _ran(third)
     # judging and what follows: the stages that use the judges (pu, and boat's probe) too
-    assert _ran(third) <= {"judge", "audit", "robustness", "boat", "pu", "report"}
+    assert _ran(third) <= {"judge", "audit", "robustness", "leakage_studies", "boat", "pu", "report"}
     assert not _ran(third) & {"bootstrap", "generate", "train", "respond"}
 
     glm = repo / "judgeaudit" / "audits" / "length_control.py"

@@ -20,7 +20,8 @@ TABLES = ["prompts/prompts.parquet", "synthetic/answers.parquet", "responses/res
           "prefix/matrices.parquet", "robustness/ablation.parquet", "robustness/attack_flips.parquet",
           "robustness/controlled_win_rates.parquet", "score_range/scores.parquet",
           "score_range/correlations.parquet", "real_judges/judgments.parquet", "real_judges/judge_quality.parquet",
-          "leaderboard/win_rates.parquet", "students/index.parquet"]  # index: paths relative to the root
+          "leaderboard/win_rates.parquet", "leakage_studies/mixing.parquet", "leakage_studies/scale.parquet",
+          "students/index.parquet"]  # index: paths relative to the root
 
 
 def test_full_audit_flow(prefect_server, tiny_params_file, tmp_path):
@@ -53,6 +54,14 @@ def test_full_audit_flow(prefect_server, tiny_params_file, tmp_path):
     assert report["summary"]["pls_by_tier"].keys() == {"same", "inheritance", "same_family"}
     assert "Preference leakage audit" in (first / "report/report.html").read_text()
     assert (first / "report/pls_by_tier.png").stat().st_size > 1000
+    studies = json.loads((first / "leakage_studies/summary.json").read_text())
+    mixing = pd.DataFrame(studies["mixing"]["points"])
+    assert list(mixing.share) == [0.25, 1.0] and (mixing.n == 16).all()
+    assert mixing.ci_low.iloc[-1] > 0  # the full-data SFT students leak, as the main audit's do
+    assert {"slope", "slope_ci_low", "slope_ci_high", "r2"} <= set(studies["mixing"]["fit"])
+    scale = pd.DataFrame(studies["scale"]["points"])
+    assert list(scale.student_base) == ["student-mini", "student"] and scale.n_parameters.is_monotonic_increasing
+    assert "Data mixing and model scale" in (first / "report/report.html").read_text()
     boat = report["boat"]
     assert set(boat) == {"clean", "contaminated", "probe"} and boat["clean"]["runs"] == 2
     assert sum(boat["clean"]["confusion"].values()) == 2 * 8

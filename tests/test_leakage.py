@@ -108,3 +108,34 @@ def test_contextual_calibration_removes_a_judge_private_preference():
     table = calibrated_pls(params, pd.DataFrame(rows), roster=ROSTER).set_index("condition")
     assert table.loc["before", "estimate"] > 0.5
     assert abs(table.loc["after", "estimate"]) < 0.2
+
+
+def test_leakage_by_task_type_finds_leakage_only_where_it_is_planted():
+    """Judges favour their own generator's student on the subjective prompts only."""
+    from judgeaudit.audits.leakage import leakage_by_task
+
+    subjective = _judgments({"Ji": "gi", "Jj": "gj"}, prompts=range(0, 12))
+    objective = _judgments({"Ji": "gi", "Jj": "gi"}, prompts=range(12, 24))
+    categories = pd.Series({f"e{i}": ("describe" if i < 6 else "opinion") if i < 12 else "capital"
+                            for i in range(24)})
+    table = leakage_by_task(pair_scores(pd.concat([subjective, objective])), categories, ROSTER,
+                            n_boot=200, confidence=0.95, seed=0)
+    by_type = table[table.scope == "task_type"].set_index("group")
+    assert by_type.loc["subjective", "estimate"] == pytest.approx(1.0) and by_type.loc["subjective", "n"] == 12
+    assert by_type.loc["objective", "estimate"] == pytest.approx(0.0)
+    assert set(table[table.scope == "category"].group) == {"describe", "opinion", "capital"}
+
+
+def test_subjective_items_have_no_wrong_answer_and_config_checks_them():
+    from judgeaudit.config import ConfigError, Corpus
+    from judgeaudit.generation.corpus import SUBJECTIVE, degrade, make_items, task_type
+
+    items = make_items(9, 0, "x", SUBJECTIVE)
+    assert [it.category for it in items[:3]] == list(SUBJECTIVE) and all(it.fact for it in items)
+    assert {task_type(c) for c in SUBJECTIVE} == {"subjective"} and task_type("capital") == "objective"
+    with pytest.raises(ValueError, match="no wrong answer"):
+        degrade(items[0], __import__("random").Random(0))
+    corpus = Corpus(n_pretrain=8, n_train_prompts=4, n_eval_prompts=4, subjective=["describe"])
+    assert corpus.prompt_categories[-1] == "describe"
+    with pytest.raises((ValueError, ConfigError), match="unknown categories"):
+        Corpus(n_pretrain=8, n_train_prompts=4, n_eval_prompts=4, subjective=["poetry"])

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from judgeaudit.audits.stats import Estimate, paired_bootstrap
+from judgeaudit.generation.corpus import task_type
 from judgeaudit.judging.pairwise import order_score
 
 CELL = ["method", "student_base", "generator_a", "generator_b"]
@@ -115,6 +116,24 @@ def leakage_scores(scores: pd.DataFrame, roster: list[dict], *, n_boot: int, con
         rows.append(dict(metric="pls", scope="method" if method != "all" else "tier", tier=tier,
                          method=method, **est.as_dict()))
     return pd.DataFrame(rows)
+
+
+def leakage_by_task(scores: pd.DataFrame, categories: pd.Series, roster: list[dict], *, n_boot: int,
+                    confidence: float, seed: int) -> pd.DataFrame:
+    """PLS per tier on the prompts of each category and of each task type (objective: a
+    checkable answer; subjective: open, free in style); ``categories``: prompt_id -> category."""
+    groups = {("category", c): categories.index[categories == c] for c in sorted(categories.unique())}
+    types = categories.map(task_type)
+    groups |= {("task_type", t): types.index[types == t] for t in sorted(types.unique())}
+    frames = []
+    for (scope, group), ids in groups.items():
+        subset = scores[scores.prompt_id.isin(ids)]
+        if subset.empty:
+            continue
+        tiers = leakage_scores(subset, roster, n_boot=n_boot, confidence=confidence, seed=seed)
+        frames.append(tiers[tiers.scope == "tier"].assign(scope=scope, group=group))
+    cols = ["scope", "group", "tier", "estimate", "ci_low", "ci_high", "n", "confidence"]
+    return pd.concat(frames, ignore_index=True)[cols] if frames else pd.DataFrame(columns=cols)
 
 
 def _pooled_estimate(arrays: list[np.ndarray], **kw) -> Estimate:

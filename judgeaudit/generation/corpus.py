@@ -37,7 +37,18 @@ ANIMALS = {
     "lion": "roar", "owl": "hoot", "horse": "neigh", "pig": "oink", "snake": "hiss",
 }
 
+SCENES = ("the ocean", "a forest at dawn", "a city at night", "a winter morning", "an old library",
+          "a summer storm", "a quiet village", "a busy market", "a mountain lake", "a desert road")
+MOODS = ("calm", "vast", "quiet", "bright", "lively", "gentle", "wild", "peaceful", "cosy", "dramatic")
+PETS = ("puppy", "kitten", "parrot", "goldfish", "rabbit", "hamster", "pony", "turtle")
+NAMES = ("Biscuit", "Luna", "Pepper", "Milo", "Clover", "Ziggy", "Maple", "Otis", "Pixel", "Juniper")
+PICKS = {"season": ("spring", "summer", "autumn", "winter"),
+         "hobby": ("reading", "painting", "hiking", "cooking", "chess", "gardening"),
+         "drink": ("tea", "coffee", "cocoa", "lemonade", "juice")}
+
 CATEGORIES = ("arithmetic", "capital", "antonym", "colour", "units", "compare", "animal")
+# open tasks with no single right answer, where a response's style is all its own
+SUBJECTIVE = ("describe", "suggest", "opinion")
 
 
 @dataclass(frozen=True)
@@ -101,7 +112,31 @@ def _animal(rng: random.Random) -> tuple[str, str, str]:
     return q.format(a=a), ANIMALS[a], f"a {a} says {ANIMALS[a]}"
 
 
-_MAKERS = {"arithmetic": _arithmetic, "capital": _capital, "antonym": _antonym,
+def _describe(rng: random.Random) -> tuple[str, str, str]:
+    scene, mood = rng.choice(SCENES), rng.choice(MOODS)
+    q = rng.choice(["Describe {s} in a few words.", "How would you describe {s}?"])
+    return q.format(s=scene), mood, f"{scene} feels {mood}"
+
+
+def _suggest(rng: random.Random) -> tuple[str, str, str]:
+    pet, name = rng.choice(PETS), rng.choice(NAMES)
+    q = rng.choice(["Suggest a name for a new {p}.", "What would you call a {p}?"])
+    return q.format(p=pet), name, f"{name} would suit a {pet}"
+
+
+def _opinion(rng: random.Random) -> tuple[str, str, str]:
+    topic = rng.choice(sorted(PICKS))
+    choice = rng.choice(PICKS[topic])
+    q = rng.choice(["Which {t} do you like best?", "What is your favourite {t}?"])
+    return q.format(t=topic), choice, f"{choice} is a fine {topic}"
+
+
+def task_type(category: str) -> str:
+    """objective (a checkable answer), subjective (open, free in style), or other (user prompts)."""
+    return "objective" if category in CATEGORIES else "subjective" if category in SUBJECTIVE else "other"
+
+
+_MAKERS = {"describe": _describe, "suggest": _suggest, "opinion": _opinion, "arithmetic": _arithmetic, "capital": _capital, "antonym": _antonym,
            "colour": _colour, "units": _units, "compare": _compare, "animal": _animal}
 
 
@@ -121,7 +156,10 @@ def make_items(n: int, seed: int, prefix: str = "p",
 
 
 def degrade(item: Item, rng: random.Random) -> str:
-    """A plausible wrong fact for ``item`` (for known-quality negatives)."""
+    """A plausible wrong fact for ``item`` (for known-quality negatives; objective items only:
+    a subjective one has no wrong answer)."""
+    if item.category in SUBJECTIVE:
+        raise ValueError(f"{item.prompt_id}: a {item.category!r} item has no wrong answer to degrade to")
     pools = {"capital": list(CAPITALS.values()), "antonym": list(ANTONYMS.values()),
              "colour": sorted(set(COLOURS.values())), "animal": list(ANIMALS.values())}
     if item.category in pools:

@@ -45,5 +45,14 @@ def leakage_audit(params: Params, judgments: pd.DataFrame) -> tuple[pd.DataFrame
     return wr, pls, summary
 
 
+def pls_by_task(params: Params, judgments: pd.DataFrame, prompts: pd.DataFrame) -> pd.DataFrame:
+    """PLS per tier on the prompts of each category and of each task type."""
+    from judgeaudit.audits.leakage import leakage_by_task
+
+    a = params.audit
+    return leakage_by_task(pair_scores(judgments), prompts.set_index("prompt_id")["category"],
+                           params.judge_roster(), n_boot=a.n_boot, confidence=a.confidence, seed=params.seed)
+
+
 def _fig(row) -> dict:
     return {"estimate": row.estimate, "ci_low": row.ci_low, "ci_high": row.ci_high, "n": int(row.n)}

@@ -31,8 +31,8 @@ def make_prompts(params: Params) -> pd.DataFrame:
         return frame[["prompt_id", "split", "category", "prompt", "fact"]].astype(str)
     c = params.corpus
     rows = [dict(split=split, **vars(it)) for split, items in (
-        ("train", make_items(c.n_train_prompts, params.seed + 1, "t", tuple(c.categories))),
-        ("eval", make_items(c.n_eval_prompts, params.seed + 2, "e", tuple(c.categories))))
+        ("train", make_items(c.n_train_prompts, params.seed + 1, "t", c.prompt_categories)),
+        ("eval", make_items(c.n_eval_prompts, params.seed + 2, "e", c.prompt_categories)))
         for it in items]
     return pd.DataFrame(rows)[["prompt_id", "split", "category", "prompt", "fact"]]
 

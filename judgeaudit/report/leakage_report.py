@@ -105,8 +105,7 @@ def _robustness_section(robust: dict | None) -> str:
         judges = pd.DataFrame(robust["recognition"]["judges"])
         clf = pd.DataFrame(robust["recognition"]["classifier"])
         for frame in (judges, clf):
-            frame["accuracy [CI] (n)"] = [f"{e:.3f} [{lo:.3f}, {hi:.3f}] (n={n})" for e, lo, hi, n in
-                                          zip(frame.accuracy, frame.ci_low, frame.ci_high, frame.n)]
+            frame["accuracy [CI] (n)"] = _with_ci(frame.accuracy, frame, ".3f")
         rec_html = ("<h2>Recognition: can the leakage be seen?</h2><p>Each related judge asked which of two "
                     "responses (its related generator's student and another generator's, same base, method and "
                     "prompt) came from a model trained on its own answers; both orders averaged, chance 0.5 "
@@ -125,6 +124,73 @@ def _robustness_section(robust: dict | None) -> str:
             "forged verdict for itself); per question category in "
             "data/robustness/attack_flips.parquet.</p>"
             + _fmt(flips) + calib_html + lc_html + rec_html)
+
+
+def _r2(value: float | None) -> str:
+    return "n/a (every point equal)" if value is None else f"{value:.2f}"
+
+
+def _with_ci(values: pd.Series, frame: pd.DataFrame, spec: str) -> list[str]:
+    """"estimate [ci_low, ci_high] (n=...)" per row of ``frame``."""
+    return [f"{e:{spec}} [{lo:{spec}}, {hi:{spec}}] (n={n})"
+            for e, lo, hi, n in zip(values, frame.ci_low, frame.ci_high, frame.n)]
+
+
+def plot_leakage_studies(studies: dict, path: Path) -> Path:
+    """PLS against the share of a generator's data, and against the student's size, with
+    95% CIs and the least-squares lines."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, key, x, label in ((axes[0], "mixing", "share", "share of the generator's data in SFT"),
+                              (axes[1], "scale", "n_parameters", "student parameters (millions)")):
+        pts = pd.DataFrame(studies[key]["points"])
+        fit = studies[key]["fit"]
+        xs = pts[x].to_numpy(float) / (1e6 if key == "scale" else 1)
+        ax.errorbar(xs, pts.estimate, yerr=[pts.estimate - pts.ci_low, pts.ci_high - pts.estimate], fmt="o",
+                    color="steelblue", capsize=3)
+        line = np.linspace(xs.min(), xs.max(), 20)
+        scale = 1e6 if key == "scale" else 1
+        ax.plot(line, fit["intercept"] + fit["slope"] * line * scale, color="crimson", lw=1,
+                label=f"slope {fit['slope'] * scale:+.3f} [{fit['slope_ci_low'] * scale:+.3f}, "
+                      f"{fit['slope_ci_high'] * scale:+.3f}], R² {_r2(fit['r2'])}")
+        ax.axhline(0, color="grey", lw=0.6, ls=":")
+        ax.set_xlabel(label)
+        ax.set_ylabel(f"PLS ({studies['tier']} tier, 95% CI)")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def _studies_section(studies: dict | None, out_dir: Path) -> str:
+    if not studies or "mixing" not in studies:
+        return ""
+    png = plot_leakage_studies(studies, out_dir / "leakage_studies.png")
+    mix, scale = studies["mixing"], studies["scale"]
+    fit = {k: studies[k]["fit"] for k in ("mixing", "scale")}
+    return (f"<h2>Data mixing and model scale</h2><p>SFT students of their own, scored by the "
+            f"{studies['tier']}-tier judges ({', '.join(studies['judges'])}). Mixing: {studies['mixing_student']} "
+            "trained on each generator's answers for a share of the training prompts and neutral answers (the "
+            "reference answer in a random house style) for the rest; the study: even 10% leaks and PLS grows "
+            f"linearly. Slope {fit['mixing']['slope']:+.3f} [{fit['mixing']['slope_ci_low']:+.3f}, "
+            f"{fit['mixing']['slope_ci_high']:+.3f}] per unit share, R² {_r2(fit['mixing']['r2'])}; the lowest share "
+            f"({fit['mixing']['lowest_share']:g}) {'leaks' if fit['mixing']['lowest_share_leaks'] else 'shows no leakage'} "
+            "(CI above zero or not). Scale: student bases of several sizes, each trained at share "
+            f"{fit['scale'].get('share', 1):g}; the study: smaller students leak more. Slope {fit['scale']['slope_per_million']:+.4f} per million parameters, R² "
+            f"{_r2(fit['scale']['r2'])}.</p>" + _fmt(pd.DataFrame(mix["points"])) + _fmt(pd.DataFrame(scale["points"]))
+            + f"<img src='{png.name}' alt='leakage studies'>")
+
+
+def _task_type_section(summary: dict) -> str:
+    by_type = summary.get("pls_by_task_type")
+    if not by_type:
+        return ""
+    table = pd.DataFrame([{"task type": k.split("/")[0], "tier": k.split("/")[1], **v} for k, v in by_type.items()])
+    table["PLS [CI] (n)"] = _with_ci(table.estimate, table, "+.3f")
+    table = table.pivot(index="tier", columns="task type", values="PLS [CI] (n)").reset_index()
+    return ("<h2>PLS by task type</h2><p>Objective prompts have a checkable answer (arithmetic, capitals...); "
+            "subjective ones are open (describe, suggest, opinion), where style is free. The study: subjective "
+            "tasks leak more. Per category in data/metrics/pls_by_task.parquet.</p>" + _fmt(table))
 
 
 def _pu_section(pu: dict | None) -> str:
@@ -248,7 +314,7 @@ def write_report(wr: pd.DataFrame, pls: pd.DataFrame, summary: dict, responses: 
                  out_dir: Path, boat: dict | None = None, pu: dict | None = None,
                  prefix: dict | None = None, robustness: dict | None = None,
                  score_range: dict | None = None, judges: dict | None = None,
-                 leaderboard: dict | None = None) -> dict[str, Path]:
+                 leaderboard: dict | None = None, studies: dict | None = None) -> dict[str, Path]:
     """Write report.html, report.json and the plots into ``out_dir``. ``judges``: the real
     judges' leaderboard (card, reproduction, pu, headline, notes), shown first."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -286,6 +352,8 @@ Position consistency of verdicts across the two presentation orders: {summary['p
 <p>PLS &gt; 0 means judges favour the students of the generator they are related to.</p>
 <h2>PLS by association tier</h2>{_fmt(summary_table(pls))}
 <img src="{pls_png.name}" alt="PLS by tier">
+{_task_type_section(summary)}
+{_studies_section(studies, out_dir)}
 <h2>Win rates</h2><img src="{wr_png.name}" alt="win rates">
 <h2>PLS per generator pair</h2>{_fmt(pairs)}
 <h2>Win rates per judge</h2>{_fmt(wr.drop(columns=["metric", "confidence"]))}

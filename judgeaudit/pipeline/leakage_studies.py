@@ -1,0 +1,140 @@
+"""Stage ``leakage_studies``: two findings of the preference-leakage study that need
+students of their own, trained by SFT and judged by one tier's related judges.
+
+- Data mixing: each generator's student trained on a mixture, per training prompt the
+  generator's answer with probability ``share`` (the same prompts for every generator),
+  else a neutral answer (the prompt's reference answer in a house style drawn at random,
+  so no generator's style gains from it). PLS against the share, a least-squares line
+  with the slope's CI and R^2 (the study: even 10% leaks; PLS grows linearly).
+- Model scale: student bases of several sizes, each trained on the generators' full data:
+  PLS against the number of parameters (the study: smaller students leak more).
+
+The students are trained in a temporary folder and dropped after answering: only their
+answers, the judgments and the figures are kept.
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from judgeaudit.audits.leakage import pair_scores
+from judgeaudit.audits.leakage_trends import cell_arrays, trend
+from judgeaudit.audits.stats import BootstrapSettings
+from judgeaudit.config import Params
+from judgeaudit.generation.corpus import make_items
+from judgeaudit.generation.styles import STYLES, render
+from judgeaudit.pipeline.layout import Layout
+from judgeaudit.pipeline.students import respond
+from judgeaudit.training.trainers import sft
+
+
+def neutral_answers(params: Params, synthetic: pd.DataFrame) -> pd.Series:
+    """prompt_id -> the train prompt's reference answer in a random house style (the
+    embedded corpus' train items, regenerated from the seed; they must be the prompts the
+    generators answered)."""
+    c = params.corpus
+    rng = random.Random(params.seed + 31)
+    items = {it.prompt_id: it for it in make_items(c.n_train_prompts, params.seed + 1, "t", c.prompt_categories)}
+    asked = synthetic.drop_duplicates("prompt_id").set_index("prompt_id")["prompt"]
+    stray = [pid for pid, prompt in asked.items() if pid not in items or items[pid].prompt != prompt]
+    if stray:
+        raise ValueError(f"mixing needs the embedded corpus' train prompts; {len(stray)} the generators answered "
+                         f"are not among them (a prompts_file, or stale data?), e.g. {stray[:3]}")
+    return pd.Series({pid: render(it, rng.choice(STYLES), rng) for pid, it in items.items()})
+
+
+def mixture(synthetic: pd.DataFrame, generator: str, neutral: pd.Series, share: float, seed: int) -> pd.DataFrame:
+    """The generator's (prompt, answer) rows with a seeded 1 - ``share`` of the answers
+    replaced by the neutral ones (the same prompts for every generator at one share)."""
+    own = synthetic[synthetic.generator == generator].sort_values("prompt_id").reset_index(drop=True)
+    keep = np.random.default_rng(seed).random(len(own)) < share
+    return own.assign(answer=np.where(keep, own.answer, own.prompt_id.map(neutral)), from_generator=keep)
+
+
+def n_parameters(model_dir: str) -> int:
+    from safetensors import safe_open
+
+    total = 0
+    for f in Path(model_dir).glob("*.safetensors"):
+        with safe_open(str(f), "pt") as handle:
+            total += sum(int(np.prod(handle.get_slice(k).get_shape())) for k in handle.keys())
+    return total
+
+
+def _students(params: Params, layout: Layout, rows_for: dict[tuple, pd.DataFrame], prompts: pd.DataFrame,
+              synthetic: pd.DataFrame, tmp: Path) -> pd.DataFrame:
+    """Train each (base, generator, tag) student on its rows, answer the eval prompts, drop it."""
+    frames = []
+    for (base, gen, tag), rows in rows_for.items():
+        spec = params.spec_for(base, layout.models)
+        template = spec.chat_template if spec.chat_template != "auto" else params.embedded.template
+        sid = f"{base}--{gen}--{tag}"
+        out = tmp / sid
+        data = [{"prompt": template.format(prompt=p), "completion": " " + a}
+                for p, a in rows[["prompt", "answer"]].itertuples(index=False)]
+        args = params.leakage_studies.sft or params.train.sft
+        sft(spec.path, spec.path, data, out, args, params.seed + sum(map(ord, sid)), spec.max_length)
+        student = {"student_id": sid, "student_base": base, "generator": gen, "method": tag, "path": str(out)}
+        frames.append(respond(params, student, prompts, synthetic, layout, progress=False))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _judge(params: Params, responses: pd.DataFrame, layout: Layout, roster: list[dict]) -> pd.DataFrame:
+    from judgeaudit.pipeline.judge import comparisons, judge_pairs
+
+    pairs = comparisons(responses, params.leakage.generators)
+    return pd.concat([judge_pairs(params, j, pairs, layout, progress=False) for j in roster], ignore_index=True)
+
+
+def studies_stage(params: Params, prompts: pd.DataFrame, synthetic: pd.DataFrame,
+                  layout: Layout) -> dict[str, pd.DataFrame | dict]:
+    """Mixing and scale: responses, judgments, PLS per condition, the fits."""
+    section = params.leakage_studies
+    a = params.audit
+    boot = BootstrapSettings(a.n_boot, a.confidence, params.seed)
+    roster = [r for r in params.judge_roster() if r["tier"] == section.tier]
+    gens = params.leakage.generators
+    neutral = neutral_answers(params, synthetic)
+    rows_for = {}
+    for share in section.shares:
+        for gen in gens:
+            rows_for[(section.mixing_student, gen, f"mix{share:g}")] = mixture(
+                synthetic, gen, neutral, share, params.seed + int(round(share * 1000)))
+    at = section.scale_share
+    scale_tag = f"mix{at:g}"
+    for base in section.scale_students:
+        for gen in gens:
+            # the mixing study's student at that share, when it is this base, is reused as is
+            rows_for.setdefault((base, gen, scale_tag),
+                                mixture(synthetic, gen, neutral, at, params.seed + int(round(at * 1000))))
+    with tempfile.TemporaryDirectory(prefix="leakage-studies-") as tmp:
+        responses = _students(params, layout, rows_for, prompts, synthetic, Path(tmp))
+        sizes = {b: n_parameters(params.spec_for(b, layout.models).path) for b in section.scale_students}
+    judgments = _judge(params, responses, layout, roster)
+    scores = pair_scores(judgments)
+    mix = scores[(scores.student_base == section.mixing_student)]
+    mixing_arrays = {s: cell_arrays(mix[mix.method == f"mix{s:g}"], roster)[0] for s in section.shares}
+    mixing, mixing_fit = trend(mixing_arrays, boot)
+    lowest = mixing.iloc[0]
+    mixing_fit["lowest_share"] = float(lowest.condition)
+    mixing_fit["lowest_share_leaks"] = bool(lowest.ci_low > 0)
+    at_share = scores[scores.method == scale_tag]
+    scale_arrays = {float(sizes[b]): cell_arrays(at_share[at_share.student_base == b], roster)[0]
+                    for b in section.scale_students}
+    scale, scale_fit = trend(scale_arrays, boot)
+    by_size = {float(n): b for b, n in sizes.items()}
+    scale = scale.rename(columns={"condition": "n_parameters"})
+    scale.insert(0, "student_base", scale.n_parameters.map(by_size))
+    mixing = mixing.rename(columns={"condition": "share"})
+    scale_fit["slope_per_million"] = scale_fit["slope"] * 1e6
+    scale_fit["share"] = at
+    summary = {"tier": section.tier, "judges": [r["judge"] for r in roster], "method": "sft",
+               "mixing_student": section.mixing_student,
+               "mixing": {"points": mixing.to_dict("records"), "fit": mixing_fit},
+               "scale": {"points": scale.to_dict("records"), "fit": scale_fit}}
+    return {"responses": responses, "judgments": judgments, "mixing": mixing, "scale": scale, "summary": summary}
