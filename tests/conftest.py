@@ -24,7 +24,8 @@ def tiny_params() -> dict:
     # just enough for the house styles to be learnt (a model of 1 epoch on 96 items wrote
     # the same string for every prompt, so every verdict was a tie and the audit had
     # nothing to find): the end-to-end tests assert the planted leakage is recovered
-    params["corpus"].update(n_pretrain=400, n_train_prompts=24, n_eval_prompts=16)
+    # objective prompts only: 16 eval prompts over ten categories left the tiny leakage too thin to find
+    params["corpus"].update(n_pretrain=400, n_train_prompts=24, n_eval_prompts=16, subjective=[])
     params["embedded"].update(vocab_size=320, sizes={"tiny": {"layers": 1, "hidden": 64, "heads": 2,
                                                              "intermediate": 128},
                                                     "mini": {"layers": 1, "hidden": 32, "heads": 2,
