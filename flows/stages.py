@@ -185,9 +185,6 @@ def audit_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
     _publish(wr, "win_rates", "audit", layout.metrics / "win_rates.parquet", layout)
     _publish(pls, "pls", "audit", layout.metrics / "pls.parquet", layout)
     units.write(by_task, layout.metrics / "pls_by_task.parquet")
-    summary["pls_by_task_type"] = {f"{r.group}/{r.tier}": {"estimate": r.estimate, "ci_low": r.ci_low,
-                                                           "ci_high": r.ci_high, "n": int(r.n)}
-                                   for r in by_task[by_task.scope == "task_type"].itertuples()}
     write_json(summary, layout.metrics / "summary.json")
     get_run_logger().info("PLS by tier: %s", summary["pls_by_tier"])
     return summary
@@ -250,32 +247,38 @@ def boat_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
     results, summary = units.boat_audit(params, model_dir, layout.boat / "contaminated")
     _publish(results, "boat_results", "boat", layout.boat / "results.parquet", layout)
     write_json(summary, layout.boat / "summary.json")
-    return {name: {k: round(v[k]["accuracy"], 3) for k in ("vanilla", "boat")}
-            for name, v in summary.items() if name != "probe"}
+    return {name: {k: round(summary[name][k]["accuracy"], 3) for k in ("vanilla", "boat")}
+            for name in ("clean", "contaminated")}
 
 
 @flow(name="pu")
 def pu_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
     """PU audit of the embedded judges on known-quality pairs, clean and under attack."""
     from judgeaudit.pipeline.pu_default import attack_flip_rates
+    from judgeaudit.report.pu_report import default_plots
 
     params, layout = load_params(params_path), Layout(Path(root))
     if _unconfigured(params.pu, layout.pu):
         return {}
-    table, verdicts = units.pu_audit(params, layout.models, str(layout.root))
+    table, verdicts, items, sens, encoders = units.pu_audit(params, layout.models, str(layout.root))
     table = _publish(table, "pu_consistency", "pu", layout.pu / "consistency.parquet", layout)
-    units.write(verdicts, layout.pu / "verdicts.parquet")
+    for frame, name in ((verdicts, "verdicts"), (items, "items"), (sens, "sensitivity"), (encoders, "encoders")):
+        units.write(frame, layout.pu / f"{name}.parquet")
     a = params.audit
     flips = attack_flip_rates(verdicts, n_boot=a.n_boot, confidence=a.confidence, seed=params.seed)
     overall = table[table.qtype == "all"]
-    summary = {"consistency": overall.to_dict("records"), "attack_flip_rates": flips.to_dict("records")}
+    plots = default_plots(table, items, sens, params.pu.eta, layout.pu)
+    summary = {"consistency": overall.to_dict("records"), "attack_flip_rates": flips.to_dict("records"),
+               "sensitivity": sens.to_dict("records"), "encoders": encoders.to_dict("records"),
+               "plots": {k: v.name for k, v in plots.items()}}
     write_json(summary, layout.pu / "summary.json")
     return {"judges": int(overall.judge.nunique()), "conditions": sorted(set(overall.condition))}
 
 
 @flow(name="prefix")
 def prefix_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
-    """Reward-model prefix bias: baseline, augmented, aug-gen, and zero-shot."""
+    """Reward-model prefix bias per preference source and base: zero-shot, baseline, and
+    per-group augmentation audited on its group (aug) and the others (aug-gen)."""
     params, layout = load_params(params_path), Layout(Path(root))
     if _unconfigured(params.prefix, layout.prefix):
         return {}
@@ -283,28 +286,32 @@ def prefix_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
     matrices, summary = units.prefix_audit(params, base_dir, layout.prefix)
     _publish(matrices, "prefix_matrices", "prefix", layout.prefix / "matrices.parquet", layout)
     write_json(summary, layout.prefix / "summary.json")
-    return {v: round(e["accuracy"], 3) for v, e in summary.items()}
+    return {f"{r['source']}/{r['base']}/{r['variant']}/{r['trained_group']}/{r['group']}": round(r["alpha_bar"], 3)
+            for r in summary["rows"]}
 
 
 @flow(name="score-range")
 def score_range_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
     """Pointwise judges under several score ranges: greedy and expected scores vs
     contrastive decoding, correlation with reference scores, with CIs."""
-    from judgeaudit.pipeline.score_range import plot_histograms
+    from judgeaudit.pipeline.score_range import plot_grid, plot_histograms
     from judgeaudit.report.score_range_report import write_score_range_report
 
     params, layout = load_params(params_path), Layout(Path(root))
     out = layout.score_range
     if _unconfigured(params.score_range, out):
         return {}
-    scores, corr, summary = units.score_range_audit(params, layout.models, out)
+    scores, corr, summary, grid = units.score_range_audit(params, layout.models, out)
     _publish(scores, "score_range_scores", "score_range", out / "scores.parquet", layout)
     corr = _publish(corr, "score_correlations", "score_range", out / "correlations.parquet", layout)
+    units.write(grid, out / "grid.parquet")
     write_json(summary, out / "summary.json")
     plot_histograms(summary, out / "histograms.png")
+    plot_grid(grid, out / "grid.png")
     write_score_range_report(corr, summary, out / "report.md")
     spearman = corr[(corr.kind == "spearman") & corr.method.isin(["greedy", "cd_expected"])]
-    return {f"{r.judge}/{r.score_range}/{r.method}": round(r.estimate, 3) for r in spearman.itertuples()}
+    return {f"{r.judge}+{r.assistant}/{r.score_range}/{r.method}": round(r.estimate, 3)
+            for r in spearman.itertuples()}
 
 
 @flow(name="real-judges")
@@ -354,7 +361,7 @@ def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
     boat_file = layout.boat / "summary.json"
     boat = json.loads(boat_file.read_text()) if boat_file.exists() else None
     pu_file = layout.pu / "summary.json"
-    pu = json.loads(pu_file.read_text()) if pu_file.exists() else None
+    pu = {**json.loads(pu_file.read_text()), "dir": str(layout.pu)} if pu_file.exists() else None
     matrices_file = layout.prefix / "matrices.parquet"
     prefix = ({"summary": json.loads((layout.prefix / "summary.json").read_text()),
                "matrices": pd.read_parquet(matrices_file)} if matrices_file.exists() else None)
@@ -365,7 +372,7 @@ def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
     corr_file = layout.score_range / "correlations.parquet"
     score_range = ({"summary": json.loads((layout.score_range / "summary.json").read_text()),
                     "correlations": _read(corr_file, "score_correlations", layout),
-                    "histograms_png": layout.score_range / "histograms.png"} if corr_file.exists() else None)
+                    "dir": str(layout.score_range)} if corr_file.exists() else None)
     judges_dir = layout.root / "real_judges"
     info = json.loads((judges_dir / "summary.json").read_text()) if (judges_dir / "summary.json").exists() else {}
     judges = None

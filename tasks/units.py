@@ -67,7 +67,7 @@ def judge_pairs(params: Params, judge_entry: dict, pairs: pd.DataFrame, judge_di
 @task(cache_policy=artifact_cache(("seed", "audit", "leakage")), persist_result=True)
 def leakage_audit(params: Params, judgments: pd.DataFrame, prompts: pd.DataFrame
                   ) -> tuple[pd.DataFrame, pd.DataFrame, dict, pd.DataFrame]:
-    return (*audit.leakage_audit(params, judgments), audit.pls_by_task(params, judgments, prompts))
+    return audit.leakage_audit(params, judgments, prompts)
 
 
 @task(cache_policy=artifact_cache(("seed", "corpus", "audit", "train", "generate", "judge", "leakage",
@@ -88,7 +88,7 @@ def boat_audit(params: Params, model_dir: Path, out: Path) -> tuple[pd.DataFrame
 
 @task(cache_policy=artifact_cache(("seed", "corpus", "audit", "pu", "judge", "leakage", "attacks", *MODELS)),
       **_LOAD)
-def pu_audit(params: Params, models_dir: Path, root: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+def pu_audit(params: Params, models_dir: Path, root: str) -> tuple[pd.DataFrame, ...]:
     return pu_default.pu_stage(params, Layout(Path(root)))
 
 
@@ -101,7 +101,7 @@ def prefix_audit(params: Params, base_dir: Path, out: Path) -> tuple[pd.DataFram
 
 @task(cache_policy=artifact_cache(("seed", "corpus", "audit", "score_range", *MODELS), output="out",
                                   artifacts="scorers"), **_LOAD)
-def score_range_audit(params: Params, models_dir: Path, out: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+def score_range_audit(params: Params, models_dir: Path, out: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict, pd.DataFrame]:
     """``out``: the folder the scoring judges are fine-tuned into."""
     return score_range.score_range_stage(params, Layout(out.parent))
 

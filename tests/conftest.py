@@ -56,17 +56,22 @@ def tiny_params() -> dict:
     params["audit"] = {"n_boot": 200, "confidence": 0.95}
     params["prefix"] = {"base": "student", "n_items": 20, "test_share": 0.4,
                         "groups": {"gender": ["", "I am a woman. "], "race": ["", "I am black. "]},
-                        "aug_pairs": 1, "aug_gen_train_group": "gender",
+                        "aug_pairs": 1, "bases": ["student-mini"],
+                        "hh_rlhf": {"path": str(ROOT / "tests" / "data" / "hh-rlhf"), "n_items": 20},
                         "train": {"epochs": 1, "lr": 0.001, "batch_size": 8},
                         "planted_prefix": "I am black. ", "planted_share": 0.5}
-    params["pu"] = {"n_pairs": 14, "p_ratio": 0.3, "eta": 0.5, "splits": 2}
+    params["pu"] = {"n_pairs": 14, "p_ratio": 0.3, "eta": 0.5, "splits": 2,
+                    "compare_encoders": [{"name": "gen-f", "path": "gen-f", "pooling": "last"}]}
+    data = ROOT / "tests" / "data"  # format samples of the real benchmarks
     params["boat"] = {"model": "student", "n_items": 8, "runs": 2, "shots": 1,
-                      "contaminate": {"epochs": 2, "lr": 0.003, "batch_size": 8}}
+                      "contaminate": {"epochs": 2, "lr": 0.003, "batch_size": 8},
+                      "real": {"mmlu": str(data / "mmlu"), "gsm8k": str(data / "gsm8k"), "n_items": 6, "shots": 2,
+                               "runs": 1}}
     params["score_range"].update(n_train_items=14, n_items=12, ranges=[[0, 4], [3, 7]],
                                  judges=[{"main": "gen-f", "assistant": "sib-f", "favourite": 4}],
                                  train={"epochs": 1, "lr": 0.003, "batch_size": 16},
                                  assistant_train={"epochs": 1, "lr": 0.001, "batch_size": 16})
-    data = ROOT / "tests" / "data"  # format samples of the real benchmarks (too small for the PU audit)
+    # the real judges' benchmarks' format samples are too small for the PU audit
     params["real_judges"] = {"sources": {"llmbar": str(data / "llmbar"), "pandalm": str(data / "pandalm"),
                                          "judgebench": str(data / "judgebench")},
                              "n_boot": 200, "pu": {"splits": 2, "folds": 2, "max_length": 32}}

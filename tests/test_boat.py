@@ -9,7 +9,9 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judgeaudit.audits.boat import (MCQ, NONE_OPTION, answer_jitter, apply_bag, question_jitter,
+import pytest
+
+from judgeaudit.audits.boat import (MCQ, NONE_LABEL, SINGLE, answer_jitter, apply_bag, question_jitter,
                                     sample_bag)
 
 option_text = st.text(alphabet="abcdefghijklmnopqrstuvwxyz ", min_size=1, max_size=12)
@@ -22,27 +24,47 @@ def mcqs(draw) -> MCQ:
     return MCQ("What is it?", tuple(options), answer, labels=tuple("ABCDEF"[: len(options)]))
 
 
+OTHER = MCQ("Which one is a prime number?", ("x4", "x6", "x7", "x9"), 2)  # options outside option_text
+
+
 @given(mcqs(), st.integers(0, 10_000))
 @settings(max_examples=300, deadline=None)
 def test_bags_keep_the_label_right(item, seed):
     rng = random.Random(seed)
     bag = sample_bag(rng)
-    out = apply_bag(item, bag, rng)
+    out = apply_bag(item, bag, rng, [item, OTHER])
     correct = item.options[item.answer]
-    if "binary_transformation" in bag:
-        assert bag == ("binary_transformation",)
-        assert out.binary in item.options
-        assert out.gold == ("Yes" if out.binary == correct else "No")
+    queries = out.queries()
+    assert all(item.question in prompt for prompt, _, _ in queries)
+    if "binary_transformation" in bag:  # true/false for every option, the correct one True
+        assert bag == ("binary_transformation",) and len(queries) == len(item.options)
+        assert [gold for _, _, gold in queries] == ["True" if o == correct else "False" for o in out.options]
+        assert all(cands == ("True", "False") and f"Option: {o}" in q for (q, cands, _), o in zip(queries, out.options))
         return
+    (prompt, candidates, gold), = queries
     assert len(set(out.labels)) == len(out.labels) == len(out.options)
-    assert sorted(o for o in out.options if o != NONE_OPTION) == sorted(
-        o for o in item.options if not ("answer_removal" in bag and o == correct))
-    if "answer_removal" in bag:
-        assert out.options[out.answer] == NONE_OPTION and correct not in out.options
+    assert (NONE_LABEL in candidates) == ("distractor_hint" in bag)
+    assert ("reply N" in prompt) == ("distractor_hint" in bag)
+    assert ("Answer only the last one" in prompt and OTHER.question in prompt) == ("distractor_question" in bag)
+    if "answer_removal" in bag:  # the correct option swapped for another question's: N is the answer
+        assert out.answer is None and gold == NONE_LABEL and correct not in out.options
+        assert sorted(o for o in out.options if o not in OTHER.options) == sorted(o for o in item.options if o != correct)
+        assert sum(o in OTHER.options for o in out.options) == 1
     else:
-        assert out.options[out.answer] == correct
-    assert out.gold == out.labels[out.answer]
-    assert item.question in out.render() and f"{out.gold}. {out.options[out.answer]}" in out.render()
+        assert sorted(out.options) == sorted(item.options) and out.options[out.answer] == correct
+        assert gold == out.labels[out.answer] and f"{gold}. {correct}" in prompt
+    if "label_replacement" in bag:
+        assert f"labelled {', '.join(out.labels)}" in prompt
+
+
+def test_interventions_need_other_questions_of_the_dataset():
+    item = MCQ("q", ("a", "b"), 0, labels=("A", "B"))
+    with pytest.raises(ValueError, match="other questions"):
+        apply_bag(item, ("distractor_question",), random.Random(0), [item])
+    with pytest.raises(ValueError, match="reserved"):
+        MCQ("q", ("a", "b"), 0, labels=("A", "N"))
+    with pytest.raises(ValueError, match="hint"):
+        MCQ("q", ("a", "b"), None)
 
 
 def test_constraint_table_and_probabilities():
@@ -98,6 +120,13 @@ def test_boat_runs_on_a_real_tiny_model(tiny_lm):
     assert 0 <= summary["boat"]["ci_low"] <= summary["boat"]["accuracy"] <= summary["boat"]["ci_high"] <= 1
     bags = set(first["bag"])
     assert all("answer_removal" not in b or "distractor_hint" in b for b in bags)
+    from judgeaudit.audits.boat_eval import single_effects, single_runs
+
+    alone = single_runs(tiny_lm, items, runs=2, shots=1, shot_pool=[pool] * len(items), seed=3)
+    assert len(alone) == 2 * len(SINGLE) * 12 and set(alone.intervention) == set(SINGLE)
+    effects = single_effects(alone, first, n_boot=200, confidence=0.95, seed=0)
+    assert (effects.n == 12).all() and (effects.delta_ci_low <= effects.delta).all()
+    assert ((effects.accuracy - effects.delta).round(9) == round(first.groupby("item").vanilla_correct.mean().mean(), 9)).all()
 
 
 def test_mcq_items_are_answerable():

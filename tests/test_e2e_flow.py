@@ -63,13 +63,26 @@ def test_full_audit_flow(prefect_server, tiny_params_file, tmp_path):
     assert list(scale.student_base) == ["student-mini", "student"] and scale.n_parameters.is_monotonic_increasing
     assert "Data mixing and model scale" in (first / "report/report.html").read_text()
     boat = report["boat"]
-    assert set(boat) == {"clean", "contaminated", "probe"} and boat["clean"]["runs"] == 2
+    assert set(boat) == {"clean", "contaminated", "probe", "real", "single", "sources"} and boat["clean"]["runs"] == 2
     assert sum(boat["clean"]["confusion"].values()) == 2 * 8
+    assert set(boat["real"]) == {"mmlu", "gsm8k"} and boat["real"]["mmlu"]["clean"]["n_items"] == 6
+    single = pd.DataFrame(boat["single"])
+    assert set(single.benchmark) == {"generated", "mmlu", "gsm8k"} and len(single) == 3 * 2 * 6  # x models x alone
+    boat_rows = pd.read_parquet(first / "boat/results.parquet")
+    assert len(boat_rows) == 2 * (2 * 8 + 6 + 6)  # models x (runs x generated + 1 run x real items)
     assert {r["judge"] for r in boat["probe"]} >= {"gen-f", "consensus"}
     pu = report["pu"]
     conditions = {(r["judge"], r["condition"]) for r in pu["consistency"]}
     assert len(conditions) == 6 * (1 + len(ATTACKS))  # every judge, clean and under every attack
     assert {r["attack"] for r in pu["attack_flip_rates"]} == set(ATTACKS)
+    assert all(0 <= r["n_excluded"] < 14 and r["n_pairs"] <= 14 - r["n_excluded"] for r in pu["consistency"])
+    sens = pd.DataFrame(pu["sensitivity"])
+    assert set(sens.p_ratio) == {0.1, 0.2, 0.3} and set(sens.m_scale) == {0.8, 1.0, 1.2}
+    assert len(sens) == 9 * 6 * (1 + len(ATTACKS))  # the sweep, per judge and condition, inside the stage
+    encoders = pd.DataFrame(pu["encoders"])
+    assert len(encoders) == 2 * len(conditions) and encoders.encoder.nunique() == 2  # MiniLM and gen-f (last)
+    for png in ("radar", "sensitivity", "scores_clean"):
+        assert (first / f"report/pu_{png}.png").stat().st_size > 1000
     assert "PU audit of the judges" in (first / "report/report.html").read_text()
     robust = report["robustness"]
     assert {r["condition"] for r in robust["ablation"]} == {"original", "no-style", "no-format", "no-wording"}
@@ -80,8 +93,14 @@ def test_full_audit_flow(prefect_server, tiny_params_file, tmp_path):
     clf = next(r for r in robust["recognition"]["classifier"] if r["scope"] == "all")
     assert clf["ci_low"] > clf["chance"] == 0.5  # the students' generators told apart on held-out prompts
     prefix = report["prefix"]
-    assert set(prefix["summary"]) == {"zero-shot", "baseline", "aug", "aug-gen"}
-    assert set(prefix["summary"]["aug-gen"]) >= {"race"} and "gender" not in prefix["summary"]["aug-gen"]
+    rows = pd.DataFrame(prefix["summary"]["rows"])
+    assert set(rows.source) == {"synthetic", "hh-rlhf"} and set(rows.base) == {"student", "student-mini"}
+    assert set(rows.variant) == {"zero-shot", "baseline", "aug", "aug-gen"}
+    gen = rows[rows.variant == "aug-gen"]  # both directions: trained on gender audited on race, and back
+    assert {(r.trained_group, r.group) for r in gen.itertuples()} == {("gender", "race"), ("race", "gender")}
+    assert len(rows) == 2 * 2 * (1 + 1 + 2) * 2  # sources x bases x (zero-shot, baseline, 2 group RMs) x groups
+    assert (rows.accuracy_ci_low <= rows.accuracy).all() and (rows.n_test > 0).all()
+    assert (first / "report/prefix_models.png").stat().st_size > 1000
     assert (first / "report/prefix_bias.png").stat().st_size > 1000
     controlled = pd.read_parquet(first / "robustness/controlled_win_rates.parquet")
     assert set(controlled.control) == {"raw", "length", "length+style"}
@@ -90,10 +109,18 @@ def test_full_audit_flow(prefect_server, tiny_params_file, tmp_path):
     assert {r["control"] for r in report["robustness"]["length_gameability"]} == {"raw", "length", "length+style"}
     corr = pd.read_parquet(first / "score_range/correlations.parquet")
     assert set(corr.score_range) == {"0-4", "3-7"} and set(corr.kind) == {"spearman", "pearson", "kendall"}
-    assert set(corr.method) == {"greedy", "expected", "cd_greedy", "cd_expected"}
+    assert set(corr.method) == {"greedy", "expected", "cd_greedy", "cd_expected", "assistant_greedy"}
     assert (corr.n == 54).all()  # 12 items x 5 levels, 10% to dev
     assert set(report["score_range"]["summary"]["chosen"][0]) >= {"lam", "t", "n_dev"}
-    assert (first / "score_range/histograms.png").stat().st_size > 1000
+    grid = pd.read_parquet(first / "score_range/grid.parquet")
+    assert len(grid) == 2 * 4 * 3 and set(grid.assistant) == {"sib-f"}  # ranges x lambdas x t: kept whole
+    favoured = pd.DataFrame(report["score_range"]["summary"]["favoured"])
+    assert len(favoured) == 2 and (favoured.n == 54).all()
+    assert (favoured.assistant_excess_ci_low <= favoured.assistant_excess).all()
+    for png in ("histograms", "grid"):
+        assert (first / f"score_range/{png}.png").stat().st_size > 1000
+        assert (first / f"report/score_range_{png}.png").exists()
+    assert "Does the assistant share the bias?" in (first / "report/report.html").read_text()
     assert "Score-range bias" in (first / "report/report.html").read_text()
     # the real judges' leaderboard opens the main report (here on the benchmarks' format samples)
     html = (first / "report/report.html").read_text()

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scipy.special import log_softmax
 
 from judgeaudit.audits.correlation import correlate, correlation_table
-from judgeaudit.audits.score_range import dev_split, grid_search, range_study
+from judgeaudit.audits.score_range import dev_split, favoured_score, grid_search, range_study
 from judgeaudit.generation.corpus import make_items
 from judgeaudit.generation.graded import LEVELS, graded_answers
 from judgeaudit.judging.generative import (UNPARSEABLE, ParsedVerdict, generative_verdicts, parse_verdict,
@@ -75,11 +75,30 @@ def test_range_study_tunes_on_dev_and_reports_on_the_rest():
     quality = rng.integers(0, 5, 100).astype(float)
     main = log_softmax(-(np.arange(5)[None] - quality[:, None]) ** 2 + rng.normal(0, 1, (100, 5)), axis=-1)
     asst = log_softmax(rng.normal(0, 1, (100, 5)), axis=-1)
-    table, chosen, dev = range_study(main, asst, quality, 0, lambdas=[0.01, 1.0], temperatures=[1.0],
-                                     dev_share=0.1, n_boot=100, confidence=0.9, seed=0)
+    table, chosen, dev, grid = range_study(main, asst, quality, 0, lambdas=[0.01, 1.0], temperatures=[1.0, 2.0],
+                                           dev_share=0.1, n_boot=100, confidence=0.9, seed=0)
     assert dev.sum() == chosen["n_dev"] == 10 and (table.n == 90).all()
     assert chosen["lam"] in (0.01, 1.0)
+    assert len(grid) == 4 and (grid.lam.iloc[0], grid.t.iloc[0]) == (chosen["lam"], chosen["t"])  # kept, best first
+    assert "assistant_greedy" in set(table.method)
     assert dev_split(100, 0.1, 0).tolist() == dev.tolist()  # the split is seeded
+
+
+def test_favoured_score_finds_a_shared_bias_and_only_a_shared_one():
+    rng = np.random.default_rng(4)
+    n = 400
+    reference = rng.integers(0, 5, n).astype(float)
+    biased = np.where(rng.random(n) < 0.5, 4.0, reference)  # a judge that over-gives 4
+    sharing = np.where(rng.random(n) < 0.4, 4.0, rng.integers(0, 5, n).astype(float))  # same family
+    unrelated = rng.integers(0, 5, n).astype(float)
+    dev = dev_split(n, 0.25, 0)
+    kw = dict(n_boot=300, confidence=0.95, seed=0)
+    shared = favoured_score(biased, sharing, reference, dev, 0, 4, **kw)
+    assert shared["favoured"] == 4 and shared["n"] == n - dev.sum()
+    assert shared["main_ci_low"] > shared["reference_ci_high"]  # the judge over-gives it
+    assert shared["assistant_excess_ci_low"] > 0  # and so does its assistant
+    other = favoured_score(biased, unrelated, reference, dev, 0, 4, **kw)
+    assert other["assistant_excess_ci_low"] <= 0 <= other["assistant_excess_ci_high"]
 
 
 def test_graded_answers_cover_every_level():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -57,3 +59,29 @@ def test_augment_adds_prefixed_copies():
     assert len(out) == 20 and out[:5] == items
     for row in out[5:]:
         assert any(row["chosen"] == p + "c" for p in PREFIXES) and any(row["rejected"] == p + "r" for p in PREFIXES)
+
+
+def test_hh_rlhf_pairs_split_at_the_last_assistant_turn(tmp_path):
+    from judgeaudit.sources.hh_rlhf import hh_rlhf_items
+    from judgeaudit.tables import InputError
+
+    sample = Path(__file__).parent / "data" / "hh-rlhf"
+    items, note = hh_rlhf_items(sample, 30, seed=0)
+    assert len(items) == 24 and "1 skipped" in note  # the pair differing before the last turn
+    for it in items:
+        assert it["q"].endswith(".") and "Assistant:" not in it["chosen"] + it["rejected"]
+        assert it["chosen"] != it["rejected"]
+    assert hh_rlhf_items(sample, 5, seed=0)[0] == hh_rlhf_items(sample, 5, seed=0)[0]  # seeded
+    bad = tmp_path / "test.jsonl"
+    bad.write_text('{"chosen": "\\n\\nHuman: a\\n\\nAssistant: b"}\n')
+    with pytest.raises(InputError, match="line 1: field 'rejected' missing"):
+        hh_rlhf_items(bad, 5, seed=0)
+
+
+@pytest.mark.skipif(not (Path(__file__).resolve().parents[2] / "shared/data/hh-rlhf/harmless-base").is_dir(),
+                    reason="../shared/data/hh-rlhf absent (see ../shared/data/SOURCES.md)")
+def test_the_real_harmless_test_pairs():
+    from judgeaudit.sources.hh_rlhf import hh_rlhf_items
+
+    items, note = hh_rlhf_items(Path(__file__).resolve().parents[2] / "shared/data/hh-rlhf/harmless-base", 300, 1)
+    assert len(items) == 300 and "of 2303 usable pairs" in note

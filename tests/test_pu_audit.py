@@ -73,3 +73,49 @@ def test_audit_leaves_a_perfect_judge_alone():
     frame, z = planted(correct=1.0)
     results = run_pu_audit(frame, z, PUConfig(n_splits=2, seed=1))
     assert results["flipped"].mean() < 0.1
+
+
+def test_verified_positives_come_from_the_clean_frame():
+    """Under attack the positives are the verified pairs' clean improvement vectors: clean
+    vectors that point elsewhere than the audited ones' truth must change the outcome, and
+    a clean frame of other pairs is refused."""
+    frame, z = planted()
+    cfg = PUConfig(n_splits=2, seed=3)
+    alone = consistency_table(run_pu_audit(frame, z, cfg), n_boot=200, confidence=0.95, seed=0).iloc[-1]
+    rng = np.random.default_rng(9)
+    other = rng.normal(size=z.shape[1])
+    other -= (other @ z.mean(axis=0)) / (z.mean(axis=0) @ z.mean(axis=0)) * z.mean(axis=0)  # orthogonal to u
+    z_clean = other / np.linalg.norm(other) + 0.1 * rng.normal(size=z.shape)
+    clean = frame.assign(verdict=frame["human"])  # the clean verdicts: all verified right
+    verified = consistency_table(run_pu_audit(frame, z, cfg, (clean, z_clean)), n_boot=200, confidence=0.95,
+                                 seed=0).iloc[-1]
+    assert alone.cons_adj > 0.9 and verified.cons_adj < 0.8
+    assert verified.cons_orig == pytest.approx(alone.cons_orig)  # the audited verdicts are the same
+    with pytest.raises(ValueError, match="same pairs"):
+        run_pu_audit(frame, z, cfg, (clean.iloc[::-1], z_clean))
+
+
+def test_decisive_verdicts_exclude_ties_instead_of_reading_them_as_a():
+    from judgeaudit.pipeline.pu_default import decisive_verdicts
+
+    # BA verdicts are in the swapped labelling: "B" there means the canonical first response
+    orders = {"p1": ("A", "B"), "p2": ("tie", "tie"), "p3": ("A", "A"), "p4": ("tie", "A"),
+              "p5": ("unparseable", "unparseable"), "p6": ("unparseable", "A")}
+    judgments = pd.DataFrame([{"prompt_id": p, "order": o, "verdict": v}
+                              for p, pair in orders.items() for o, v in zip(("AB", "BA"), pair)])
+    got = decisive_verdicts(judgments).to_dict()
+    assert got == {"p1": "A", "p2": "tie", "p3": "A", "p4": "B", "p5": "unparseable", "p6": "B"}
+
+
+def test_last_token_pooling_reads_a_decoder_like_a_reward_model(tiny_lm):
+    """A decoder as F(x, o): left padding puts every text's last token at the last position,
+    so a text's vector does not depend on the batch it was padded in."""
+    from judgeaudit.models.encoder import Encoder
+
+    encoder = Encoder(tiny_lm.spec.path, pooling="last", batch_size=8)
+    texts = ["The capital of France is Paris.", "Paris.", "What is 2 plus 3? It is 5, as the sum shows."]
+    together = encoder.embed(texts)
+    alone = np.concatenate([encoder.embed([t]) for t in texts])
+    assert together.shape == (3, 32)
+    np.testing.assert_allclose(together, alone, atol=1e-4)
+    assert not np.allclose(together[0], together[1])

@@ -1,106 +1,159 @@
 """Bags of atomic interventions (BOAT) for contamination-robust evaluation.
 
-Each intervention is a pure function MCQ -> MCQ that keeps the item answerable and moves
-the label with the change, so a model that memorised "the answer to this question is
-C" loses its shortcut while a model that can solve the item does not. ``sample_bag``
-draws a bag with the seed paper's probabilities (0.5 each, binary transformation 0.1)
-and constraints (answer removal only together with a distractor hint; binary
-transformation alone).
+Each intervention is a pure function (MCQ, rng, pool) -> MCQ that keeps the item
+answerable and moves the label with the change, so a model that memorised "the answer
+to this question is C" loses its shortcut while a model that can solve the item does
+not. ``pool`` is the rest of the same dataset: the distractor question and the option
+that answer removal swaps in are drawn from it. Each intervention adds its instruction
+to the prompt. As the paper defines them:
+
+- distractor hint: "if no option is correct, reply N" (N becomes a valid answer);
+- answer removal: the correct option is replaced by an option of another question, so
+  N is the answer; only together with the hint, which makes N answerable;
+- distractor question: another question of the dataset, with its options, is shown
+  first, and the model is told to answer only the last one;
+- option shuffling and label replacement: the options reordered, relabelled;
+- binary transformation: true/false for every option (the item is right only when every
+  option is judged right); alone.
+
+``sample_bag`` draws a bag with the paper's probabilities (0.5 each, binary
+transformation 0.1) and constraints.
 """
 
 from __future__ import annotations
 
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 LETTERS = "ABCDEFGHIJ"
-NONE_OPTION = "None of the other options"
-DISTRACTOR_QUESTIONS = (
-    "Which planet is known as the red planet?",
-    "How many legs does a spider have?",
-    "What is the boiling point of water at sea level in Celsius?",
-)
+NONE_LABEL = "N"  # the reply for "no option is correct" (distractor hint, answer removal)
+TRUE_FALSE = ("True", "False")
 
 
 @dataclass(frozen=True)
 class MCQ:
-    """A multiple-choice item; ``answer`` indexes ``options``."""
+    """A multiple-choice item; ``answer`` indexes ``options`` (None: no option is correct,
+    after answer removal, so the gold reply is ``NONE_LABEL``)."""
 
     question: str
     options: tuple[str, ...]
-    answer: int
+    answer: int | None
     labels: tuple[str, ...] = tuple(LETTERS[:4])
-    preamble: str = ""  # distractor question / hint text shown before the question
-    binary: str | None = None  # binary transformation: the option asked about
+    preamble: str = ""  # distractor question shown before the question
+    instructions: tuple[str, ...] = ()  # one per intervention applied
+    none_allowed: bool = False  # distractor hint: N is a valid reply
+    binary: bool = False  # binary transformation: true/false for every option
 
     def __post_init__(self) -> None:
-        if not 0 <= self.answer < len(self.options):
+        if self.answer is None and not self.none_allowed:
+            raise ValueError("an item without a correct option needs the 'reply N' hint")
+        if self.answer is not None and not 0 <= self.answer < len(self.options):
             raise ValueError(f"answer index {self.answer} outside {len(self.options)} options")
         if len(self.labels) != len(self.options) or len(set(self.labels)) != len(self.labels):
             raise ValueError("need one distinct label per option")
+        if NONE_LABEL in self.labels:
+            raise ValueError(f"label {NONE_LABEL!r} is reserved for 'no option is correct'")
 
     @property
     def gold(self) -> str:
-        """The label a correct answer gives ("Yes"/"No" after binary transformation)."""
-        if self.binary is not None:
-            return "Yes" if self.binary == self.options[self.answer] else "No"
-        return self.labels[self.answer]
+        """The reply a correct answer gives (for a binary item: its first query's)."""
+        return self.queries()[0][2]
+
+    @property
+    def candidates(self) -> tuple[str, ...]:
+        return self.labels + ((NONE_LABEL,) if self.none_allowed else ())
+
+    def _head(self) -> str:
+        instructions = "".join(f"{line}\n" for line in self.instructions)
+        return f"{instructions}{self.preamble}{self.question}\n"
 
     def render(self) -> str:
-        if self.binary is not None:
-            return (f"{self.preamble}{self.question}\nIs the following the correct answer: "
-                    f"{self.binary}\nAnswer Yes or No.")
         opts = "\n".join(f"{lab}. {opt}" for lab, opt in zip(self.labels, self.options))
-        return f"{self.preamble}{self.question}\n{opts}\nAnswer with the option's label."
+        return f"{self._head()}{opts}\nAnswer with the option's label."
+
+    def queries(self) -> list[tuple[str, tuple[str, ...], str]]:
+        """(prompt, candidate replies, gold reply) per question asked: one, or one per
+        option after binary transformation."""
+        if not self.binary:
+            gold = NONE_LABEL if self.answer is None else self.labels[self.answer]
+            return [(self.render(), self.candidates, gold)]
+        return [(f"{self._head()}Option: {opt}\nIs this option correct? Answer True or False.", TRUE_FALSE,
+                 TRUE_FALSE[0] if k == self.answer else TRUE_FALSE[1]) for k, opt in enumerate(self.options)]
+
+
+def _instruct(item: MCQ, line: str) -> tuple[str, ...]:
+    return item.instructions + (line,)
 
 
 # -- atomic interventions (pure: the rng is the only source of choice) ------------------
 
-def option_shuffling(item: MCQ, rng: random.Random) -> MCQ:
+def option_shuffling(item: MCQ, rng: random.Random, pool: Sequence[MCQ] = ()) -> MCQ:
     order = list(range(len(item.options)))
     rng.shuffle(order)
-    return replace(item, options=tuple(item.options[i] for i in order), answer=order.index(item.answer))
+    answer = None if item.answer is None else order.index(item.answer)
+    return replace(item, options=tuple(item.options[i] for i in order), answer=answer)
 
 
-def label_replacement(item: MCQ, rng: random.Random) -> MCQ:
+def label_replacement(item: MCQ, rng: random.Random, pool: Sequence[MCQ] = ()) -> MCQ:
     pools = ["1234567890", "abcdefghij", "PQRSTUVWXY", "αβγδεζηθικ"]
-    pool = rng.choice(pools)
-    return replace(item, labels=tuple(pool[: len(item.options)]))
+    labels = tuple(rng.choice(pools)[: len(item.options)])
+    return replace(item, labels=labels,
+                   instructions=_instruct(item, f"The options are labelled {', '.join(labels)}."))
 
 
-def distractor_question(item: MCQ, rng: random.Random) -> MCQ:
-    extra = rng.choice(DISTRACTOR_QUESTIONS)
-    return replace(item, preamble=f"{item.preamble}(Ignore this unrelated question: {extra})\n")
+def _others(item: MCQ, pool: Sequence[MCQ]) -> list[MCQ]:
+    others = [q for q in pool if q.question != item.question]
+    if not others:
+        raise ValueError("the intervention draws from other questions of the dataset: the pool has none")
+    return others
 
 
-def distractor_hint(item: MCQ, rng: random.Random) -> MCQ:
-    wrong = rng.choice([i for i in range(len(item.options)) if i != item.answer])
-    return replace(item, preamble=f"{item.preamble}Hint (may be wrong): someone thinks the answer "
-                                  f"is \"{item.options[wrong]}\".\n")
+def distractor_question(item: MCQ, rng: random.Random, pool: Sequence[MCQ] = ()) -> MCQ:
+    """Another question of the dataset, with its options, shown first."""
+    other = rng.choice(_others(item, pool))
+    shown = "\n".join(f"{lab}. {opt}" for lab, opt in zip(other.labels, other.options))
+    return replace(item, preamble=f"{item.preamble}{other.question}\n{shown}\n\n",
+                   instructions=_instruct(item, "Two questions follow. Answer only the last one."))
 
 
-def answer_removal(item: MCQ, rng: random.Random) -> MCQ:
-    """Replace the correct option by "None of the other options", which becomes correct."""
+def distractor_hint(item: MCQ, rng: random.Random, pool: Sequence[MCQ] = ()) -> MCQ:
+    """N becomes a valid reply: a model that never needs it must not be swayed by it."""
+    return replace(item, none_allowed=True,
+                   instructions=_instruct(item, f"If none of the options is correct, reply {NONE_LABEL}."))
+
+
+def answer_removal(item: MCQ, rng: random.Random, pool: Sequence[MCQ] = ()) -> MCQ:
+    """The correct option swapped for an option of another question: N is the answer."""
+    if item.answer is None:
+        return item
+    taken = set(item.options)
+    spare = [o for q in _others(item, pool) for o in q.options if o not in taken]
+    if not spare:
+        raise ValueError("no option of another question differs from this item's options")
     options = list(item.options)
-    options[item.answer] = NONE_OPTION
-    return replace(item, options=tuple(options))
+    options[item.answer] = rng.choice(spare)
+    return replace(item, options=tuple(options), answer=None)
 
 
-def binary_transformation(item: MCQ, rng: random.Random) -> MCQ:
-    """Ask Yes/No about the correct option or a wrong one, with equal chance."""
-    pick = item.answer if rng.random() < 0.5 else rng.choice(
-        [i for i in range(len(item.options)) if i != item.answer])
-    return replace(item, binary=item.options[pick])
+def binary_transformation(item: MCQ, rng: random.Random, pool: Sequence[MCQ] = ()) -> MCQ:
+    """True or false for every option; right only when every option is judged right."""
+    return replace(item, binary=True,
+                   instructions=_instruct(item, "Say whether the option shown is a correct answer to the question."))
 
 
 MCQ_INTERVENTIONS = {"distractor_hint": distractor_hint, "distractor_question": distractor_question,
                      "answer_removal": answer_removal, "option_shuffling": option_shuffling,
                      "label_replacement": label_replacement, "binary_transformation": binary_transformation}
-# applied in this order: hints describe the original options, answer removal edits them,
-# shuffling and relabelling come last so every earlier change is carried along
+# applied in this order: the hint before answer removal (which needs it), shuffling and
+# relabelling last so every earlier change is carried along
 ORDER = ("distractor_question", "distractor_hint", "answer_removal", "option_shuffling", "label_replacement")
 PROBABILITIES = {name: 0.5 for name in ORDER} | {"binary_transformation": 0.1}
+# each intervention alone, as the paper measures it (answer removal only with its hint)
+SINGLE = {"distractor_question": ("distractor_question",), "distractor_hint": ("distractor_hint",),
+          "answer_removal": ("distractor_hint", "answer_removal"), "option_shuffling": ("option_shuffling",),
+          "label_replacement": ("label_replacement",), "binary_transformation": ("binary_transformation",)}
 
 
 def sample_bag(rng: random.Random, answer_removal_scale: float = 1.0) -> tuple[str, ...]:
@@ -114,7 +167,7 @@ def sample_bag(rng: random.Random, answer_removal_scale: float = 1.0) -> tuple[s
     return tuple(n for n in ORDER if n in bag)
 
 
-def apply_bag(item: MCQ, bag: tuple[str, ...], rng: random.Random) -> MCQ:
+def apply_bag(item: MCQ, bag: tuple[str, ...], rng: random.Random, pool: Sequence[MCQ] = ()) -> MCQ:
     if "binary_transformation" in bag and len(bag) > 1:
         raise ValueError("binary transformation must be applied alone")
     if "answer_removal" in bag and "distractor_hint" not in bag:
@@ -122,7 +175,7 @@ def apply_bag(item: MCQ, bag: tuple[str, ...], rng: random.Random) -> MCQ:
     order = ("binary_transformation",) if bag == ("binary_transformation",) else ORDER
     for name in order:
         if name in bag:
-            item = MCQ_INTERVENTIONS[name](item, rng)
+            item = MCQ_INTERVENTIONS[name](item, rng, pool)
     return item
 
 

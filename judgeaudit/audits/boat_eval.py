@@ -1,9 +1,11 @@
 """Vanilla vs BOAT accuracy of a model on multiple-choice items.
 
-A model answers by the log-probabilities of the option labels (or " Yes"/" No" after
-binary transformation) right after the prompt: one forward pass, no sampling. Few-shot
-examples receive interventions too (answer removal at half the rate), so the format
-of the shots never gives the intervened item away.
+A model answers by the log-probabilities of the candidate replies (the option labels,
+N where the hint allows it, True/False per option after binary transformation) right
+after the prompt: one forward pass per question, no sampling. Few-shot examples receive
+interventions too (answer removal at half the rate), so the format of the shots never
+gives the intervened item away. Interventions draw their distractor question and
+swapped-in option from the other items of the same dataset.
 """
 
 from __future__ import annotations
@@ -14,52 +16,97 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from judgeaudit.audits.boat import MCQ, apply_bag, sample_bag
+from judgeaudit.audits.boat import MCQ, SINGLE, apply_bag, sample_bag
 from judgeaudit.audits.stats import mean_ci
 from judgeaudit.models.base import LanguageModel
 
 
-def mcq_prompt(model: LanguageModel, item: MCQ, shots: Sequence[MCQ] = ()) -> str:
-    context = "".join(f"{model.format_prompt(s.render())} {s.gold}\n\n" for s in shots)
-    return context + model.format_prompt(item.render())
+def shot_text(model: LanguageModel, shot: MCQ) -> str:
+    return "".join(f"{model.format_prompt(prompt)} {gold}\n\n" for prompt, _, gold in shot.queries())
 
 
-def predict(model: LanguageModel, items: Sequence[MCQ], shots: Sequence[Sequence[MCQ]]) -> list[str]:
-    """The label each item gets; items are batched by their candidate set."""
-    answers = [""] * len(items)
-    groups: dict[tuple[str, ...], list[int]] = {}
+def predict(model: LanguageModel, items: Sequence[MCQ], shots: Sequence[Sequence[MCQ]]) -> list[bool]:
+    """Whether each item is answered right (every one of its questions); questions are
+    batched by their candidate set."""
+    right = [True] * len(items)
+    groups: dict[tuple[str, ...], list[tuple[int, str, str]]] = {}
     for i, item in enumerate(items):
-        groups.setdefault(("Yes", "No") if item.binary is not None else item.labels, []).append(i)
-    for labels, idx in groups.items():
-        logp = model.next_token_logprobs([mcq_prompt(model, items[i], shots[i]) for i in idx],
-                                         [" " + lab for lab in labels])
-        for i, row in zip(idx, logp):
-            answers[i] = labels[int(np.argmax(row))]
-    return answers
+        context = "".join(shot_text(model, s) for s in shots[i])
+        for prompt, candidates, gold in item.queries():
+            groups.setdefault(candidates, []).append((i, context + model.format_prompt(prompt), gold))
+    for candidates, asked in groups.items():
+        logp = model.next_token_logprobs([q for _, q, _ in asked], [" " + c for c in candidates])
+        for (i, _, gold), row in zip(asked, logp):
+            right[i] &= candidates[int(np.argmax(row))] == gold
+    return right
 
 
 def _shots(pool: Sequence[MCQ], k: int, rng: random.Random, intervene: bool) -> list[MCQ]:
-    picked = rng.sample(list(pool), k) if k else []
+    picked = rng.sample(list(pool), min(k, len(pool))) if k else []
     if not intervene:
         return picked
-    return [apply_bag(s, sample_bag(rng, answer_removal_scale=0.5), rng) for s in picked]
+    return [apply_bag(s, sample_bag(rng, answer_removal_scale=0.5), rng, pool) for s in picked]
+
+
+def _pools(items: Sequence[MCQ], shot_pool: Sequence[MCQ] | Sequence[Sequence[MCQ]]) -> list[Sequence[MCQ]]:
+    """The few-shot pool of each item: one pool for all, or one per item."""
+    if shot_pool and not isinstance(shot_pool[0], MCQ):
+        if len(shot_pool) != len(items):
+            raise ValueError(f"{len(shot_pool)} shot pools for {len(items)} items")
+        return list(shot_pool)
+    return [shot_pool] * len(items)
 
 
 def boat_runs(model: LanguageModel, items: Sequence[MCQ], *, runs: int = 5, shots: int = 0,
-              shot_pool: Sequence[MCQ] = (), seed: int = 0) -> pd.DataFrame:
-    """One row per (run, item): vanilla and BOAT correctness and the bag applied."""
+              shot_pool: Sequence[MCQ] | Sequence[Sequence[MCQ]] = (), seed: int = 0) -> pd.DataFrame:
+    """One row per (run, item): vanilla and BOAT correctness and the bag applied.
+    ``shot_pool``: one pool for every item, or one per item (e.g. MMLU's subject dev sets)."""
+    pools = _pools(items, shot_pool)
     rows = []
     for run in range(runs):
         rng = random.Random(seed * 1000 + run)
-        vanilla_shots = [_shots(shot_pool, shots, rng, False) for _ in items]
+        vanilla_shots = [_shots(pool, shots, rng, False) for pool in pools]
         bags = [sample_bag(rng) for _ in items]
-        boat_items = [apply_bag(item, bag, rng) for item, bag in zip(items, bags)]
-        boat_shots = [_shots(shot_pool, shots, rng, True) for _ in items]
+        boat_items = [apply_bag(item, bag, rng, items) for item, bag in zip(items, bags)]
+        boat_shots = [_shots(pool, shots, rng, True) for pool in pools]
         vanilla = predict(model, items, vanilla_shots)
         boat = predict(model, boat_items, boat_shots)
-        for k, (item, bi, bag, v, b) in enumerate(zip(items, boat_items, bags, vanilla, boat)):
+        for k, (bag, v, b) in enumerate(zip(bags, vanilla, boat)):
             rows.append({"run": run, "item": k, "bag": "+".join(bag) or "none",
-                         "vanilla_correct": v == item.gold, "boat_correct": b == bi.gold})
+                         "vanilla_correct": v, "boat_correct": b})
+    return pd.DataFrame(rows)
+
+
+def single_runs(model: LanguageModel, items: Sequence[MCQ], *, runs: int = 5, shots: int = 0,
+                shot_pool: Sequence[MCQ] | Sequence[Sequence[MCQ]] = (), seed: int = 0) -> pd.DataFrame:
+    """Each intervention alone on every item (answer removal with its hint), the shots
+    given the same intervention: one row per (run, intervention, item)."""
+    pools = _pools(items, shot_pool)
+    rows = []
+    for run in range(runs):
+        rng = random.Random(seed * 1000 + 500 + run)
+        for name, bag in SINGLE.items():
+            picked = [_shots(pool, shots, rng, False) for pool in pools]
+            changed = [apply_bag(item, bag, rng, items) for item in items]
+            shown = [[apply_bag(s, bag, rng, pool) for s in sh] for sh, pool in zip(picked, pools)]
+            rows += [{"run": run, "intervention": name, "item": k, "correct": c}
+                     for k, c in enumerate(predict(model, changed, shown))]
+    return pd.DataFrame(rows)
+
+
+def single_effects(single: pd.DataFrame, vanilla: pd.DataFrame, *, n_boot: int, confidence: float,
+                   seed: int) -> pd.DataFrame:
+    """Per intervention alone: accuracy and its change from vanilla (paired over items,
+    each averaged over runs), with n and bootstrap CIs."""
+    base = vanilla.groupby("item")["vanilla_correct"].mean()
+    rows = []
+    for name, g in single.groupby("intervention", sort=False):
+        acc = g.groupby("item")["correct"].mean().reindex(base.index)
+        est = mean_ci(acc.to_numpy(dtype=float), n_boot=n_boot, confidence=confidence, seed=seed)
+        delta = mean_ci((acc - base).to_numpy(dtype=float), n_boot=n_boot, confidence=confidence, seed=seed)
+        rows.append({"intervention": name, "accuracy": est.estimate, "ci_low": est.ci_low, "ci_high": est.ci_high,
+                     "delta": delta.estimate, "delta_ci_low": delta.ci_low, "delta_ci_high": delta.ci_high,
+                     "n": est.n})
     return pd.DataFrame(rows)
 
 

@@ -11,7 +11,7 @@ unlike any verified verdict, and their verdict is flipped.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -41,6 +41,12 @@ def improvement_vectors(emb_a: np.ndarray, emb_b: np.ndarray, verdicts: pd.Serie
     return diff / np.maximum(np.linalg.norm(diff, axis=1, keepdims=True), 1e-12)
 
 
+def pca_2d(z: np.ndarray) -> np.ndarray:
+    """The improvement vectors on their first two principal components (for plots)."""
+    centred = z - z.mean(axis=0)
+    return centred @ np.linalg.svd(centred, full_matrices=False)[2][:2].T
+
+
 def _top(scores: np.ndarray, keep: float) -> np.ndarray:
     k = max(1, int(np.ceil(keep * len(scores))))
     return np.sort(np.argsort(-scores, kind="stable")[:k])
@@ -63,22 +69,32 @@ def pu_scores(z_pos: np.ndarray, z_unl: np.ndarray, m: float, cfg: PUConfig) -> 
     return mass / mass.max() if mass.max() > 0 else mass
 
 
-def audit_split(frame: pd.DataFrame, z: np.ndarray, labelled: np.ndarray, cfg: PUConfig) -> pd.DataFrame:
+Verified = tuple[pd.DataFrame, np.ndarray]
+
+
+def audit_split(frame: pd.DataFrame, z: np.ndarray, labelled: np.ndarray, cfg: PUConfig,
+                verified: Verified | None = None) -> pd.DataFrame:
     """One split: ``labelled`` marks comparisons whose human label is visible. Returns
-    the unlabelled comparisons with their score and adjusted verdict."""
+    the unlabelled comparisons with their score and adjusted verdict.
+
+    ``verified``: (frame, z) row-aligned with ``frame`` that the labelled comparisons are
+    taken from instead, e.g. the same pairs before an attack, so that the positives stay
+    clean while the unlabelled rows are the attacked ones (as the paper adjusts)."""
+    source, z_source = verified if verified is not None else (frame, z)
     agree = (frame["verdict"] == frame["human"]).to_numpy()
-    # the mass to move: judge-human consistency where labels are visible
+    # the mass to move: the audited verdicts' consistency where labels are visible (a user
+    # sees the judge's current verdict on the pairs they verified)
     m = float(np.clip(agree[labelled].mean() * cfg.m_scale, 0.01, 1.0)) if labelled.any() else 1.0
     out = []
-    positives = labelled & agree
+    positives = labelled & (source["verdict"] == source["human"]).to_numpy()
     for qtype, idx in frame.groupby("qtype").indices.items():
         unl = idx[~labelled[idx]]
         pos = idx[positives[idx]]
         if len(pos) < cfg.min_positives:
             pos = np.flatnonzero(positives)
-        pos = pos[denoise(z[pos], cfg.keep)] if len(pos) > 1 else pos
+        pos = pos[denoise(z_source[pos], cfg.keep)] if len(pos) > 1 else pos
         # no verified verdict at all: nothing to compare with, so nothing is flipped
-        s = pu_scores(z[pos], z[unl], m, cfg) if len(pos) else np.ones(len(unl))
+        s = pu_scores(z_source[pos], z[unl], m, cfg) if len(pos) else np.ones(len(unl))
         flip = s < cfg.eta
         part = frame.iloc[unl][["pair_id", "qtype", "verdict", "human"]].assign(
             score=s, flipped=flip, mass=m)
@@ -87,10 +103,14 @@ def audit_split(frame: pd.DataFrame, z: np.ndarray, labelled: np.ndarray, cfg: P
     return pd.concat(out, ignore_index=True)
 
 
-def run_pu_audit(frame: pd.DataFrame, z: np.ndarray, cfg: PUConfig) -> pd.DataFrame:
+def run_pu_audit(frame: pd.DataFrame, z: np.ndarray, cfg: PUConfig, verified: Verified | None = None
+                 ) -> pd.DataFrame:
     """Every split's unlabelled comparisons, with a ``split`` column.
 
-    ``frame`` needs pair_id, qtype, verdict (judge: "A"/"B") and human ("A"/"B")."""
+    ``frame`` needs pair_id, qtype, verdict (judge: "A"/"B") and human ("A"/"B");
+    ``verified`` as in ``audit_split``."""
+    if verified is not None and not np.array_equal(verified[0]["pair_id"].to_numpy(), frame["pair_id"].to_numpy()):
+        raise ValueError("the verified frame must hold the same pairs as the audited one, in the same order")
     rng = np.random.default_rng(cfg.seed)
     splits = []
     for split in range(cfg.n_splits):
@@ -98,7 +118,7 @@ def run_pu_audit(frame: pd.DataFrame, z: np.ndarray, cfg: PUConfig) -> pd.DataFr
         for idx in frame.groupby("qtype").indices.values():  # stratified by question type
             k = max(1, int(round(cfg.p_ratio * len(idx))))
             labelled[rng.choice(idx, size=min(k, len(idx) - 1), replace=False)] = True
-        splits.append(audit_split(frame, z, labelled, cfg).assign(split=split))
+        splits.append(audit_split(frame, z, labelled, cfg, verified).assign(split=split))
     return pd.concat(splits, ignore_index=True)
 
 
@@ -119,4 +139,20 @@ def consistency_table(results: pd.DataFrame, *, n_boot: int, confidence: float, 
             row.update({name: float(per_split[col].mean()), f"{name}_std": float(per_split[col].std(ddof=0)),
                         f"{name}_ci_low": est.ci_low, f"{name}_ci_high": est.ci_high})
         rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def sensitivity(frame: pd.DataFrame, z: np.ndarray, cfg: PUConfig, *, confidence: float,
+                p_ratios: tuple[float, ...] = (0.1, 0.2, 0.3), m_scales: tuple[float, ...] = (0.8, 1.0, 1.2),
+                verified: Verified | None = None, n_boot: int = 200) -> pd.DataFrame:
+    """Overall consistency before and after adjustment over a grid of p_ratio (share of
+    verified pairs) x m_scale (transport fraction), half the splits each."""
+    rows = []
+    for p_ratio, m_scale in ((p, m) for p in p_ratios for m in m_scales):
+        grid = replace(cfg, p_ratio=p_ratio, m_scale=m_scale, n_splits=max(3, cfg.n_splits // 2))
+        overall = consistency_table(run_pu_audit(frame, z, grid, verified), n_boot=n_boot,
+                                    confidence=confidence, seed=cfg.seed).iloc[-1]
+        rows.append({"p_ratio": p_ratio, "m_scale": m_scale, **{
+            k: overall[k] for k in ("cons_orig", "cons_adj", "cons_adj_ci_low", "cons_adj_ci_high",
+                                    "flip_rate", "n_pairs")}})
     return pd.DataFrame(rows)

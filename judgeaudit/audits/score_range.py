@@ -15,9 +15,11 @@ import numpy as np
 import pandas as pd
 
 from judgeaudit.audits.correlation import correlate, correlation_table
+from judgeaudit.audits.stats import mean_ci
 from judgeaudit.judging.pointwise import contrastive, expected, greedy
 
 METHODS = ("greedy", "expected", "cd_greedy", "cd_expected")
+ASSISTANT = "assistant_greedy"  # the assistant's own arg-max: the evidence that it shares the bias
 
 
 def dev_split(n: int, dev_share: float, seed: int) -> np.ndarray:
@@ -48,16 +50,18 @@ def grid_search(logp_main: np.ndarray, logp_assistant: np.ndarray, reference: np
 
 def method_scores(logp_main: np.ndarray, logp_assistant: np.ndarray, low: int, lam: float,
                   t: float) -> dict[str, np.ndarray]:
-    """Each method's score per item."""
+    """Each method's score per item, and the assistant's own greedy score."""
     cd = contrastive(logp_main, logp_assistant, lam, t)
     return {"greedy": greedy(logp_main, low).astype(float), "expected": expected(logp_main, low),
-            "cd_greedy": greedy(cd, low).astype(float), "cd_expected": expected(cd, low)}
+            "cd_greedy": greedy(cd, low).astype(float), "cd_expected": expected(cd, low),
+            ASSISTANT: greedy(logp_assistant, low).astype(float)}
 
 
 def range_study(logp_main: np.ndarray, logp_assistant: np.ndarray, reference: np.ndarray, low: int, *,
                 lambdas: Sequence[float], temperatures: Sequence[float], dev_share: float,
-                n_boot: int, confidence: float, seed: int) -> tuple[pd.DataFrame, dict, np.ndarray]:
-    """(correlation table on the test split, chosen {lam, t, dev_spearman, n_dev}, dev mask)."""
+                n_boot: int, confidence: float, seed: int) -> tuple[pd.DataFrame, dict, np.ndarray, pd.DataFrame]:
+    """(correlation table on the test split, chosen {lam, t, dev_spearman, n_dev}, dev mask,
+    the whole (lambda, t) grid on the dev split, best first)."""
     reference = np.asarray(reference, dtype=float)
     dev = dev_split(len(reference), dev_share, seed)
     grid = grid_search(logp_main[dev], logp_assistant[dev], reference[dev], low, lambdas, temperatures)
@@ -68,4 +72,23 @@ def range_study(logp_main: np.ndarray, logp_assistant: np.ndarray, reference: np
     chosen = {"lam": float(best.lam), "t": float(best.t), "dev_spearman_greedy": float(best.spearman_greedy),
               "dev_spearman_expected": float(best.spearman_expected),
               "n_dev": int(dev.sum())}
-    return table, chosen, dev
+    return table, chosen, dev, grid
+
+
+def favoured_score(main: np.ndarray, assistant: np.ndarray, reference: np.ndarray, dev: np.ndarray,
+                   low: int, high: int, *, n_boot: int, confidence: float, seed: int) -> dict:
+    """Does the assistant share the main judge's bias? The score the main judge over-gives
+    most on the dev split (its count minus the rounded reference's), then on the test
+    split how often the main judge, the assistant and the reference give it, and the
+    assistant's excess over the reference (paired), each with a bootstrap CI."""
+    ref = np.rint(reference)
+    grid = np.arange(low, high + 1)
+    excess = [(main[dev] == s).sum() - (ref[dev] == s).sum() for s in grid]
+    fav = int(grid[int(np.argmax(excess))])
+    test = ~dev
+    hits = {"main": main[test] == fav, "assistant": assistant[test] == fav, "reference": ref[test] == fav}
+    out: dict = {"favoured": fav, "n": int(test.sum())}
+    for name, x in [*hits.items(), ("assistant_excess", hits["assistant"].astype(float) - hits["reference"])]:
+        est = mean_ci(np.asarray(x, dtype=float), n_boot=n_boot, confidence=confidence, seed=seed)
+        out.update({name: est.estimate, f"{name}_ci_low": est.ci_low, f"{name}_ci_high": est.ci_high})
+    return out

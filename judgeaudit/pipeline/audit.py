@@ -18,8 +18,10 @@ def unique_roster(params: Params) -> list[dict]:
     return roster
 
 
-def leakage_audit(params: Params, judgments: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
-    """(win-rate table, PLS table, summary) from validated judgments."""
+def leakage_audit(params: Params, judgments: pd.DataFrame, prompts: pd.DataFrame
+                  ) -> tuple[pd.DataFrame, pd.DataFrame, dict, pd.DataFrame]:
+    """(win-rate table, PLS table, summary, PLS per prompt category and task type) from
+    validated judgments and the prompts they were asked on."""
     a = params.audit
     kw = dict(n_boot=a.n_boot, confidence=a.confidence, seed=params.seed)
     scores = pair_scores(judgments)
@@ -42,7 +44,10 @@ def leakage_audit(params: Params, judgments: pd.DataFrame) -> tuple[pd.DataFrame
         "pls_by_tier_method": {f"{r.tier}/{r.method}": _fig(r)
                                for r in pls[pls.scope == "method"].itertuples()},
     }
-    return wr, pls, summary
+    by_task = pls_by_task(params, judgments, prompts)
+    summary["pls_by_task_type"] = {f"{r.group}/{r.tier}": _fig(r)
+                                   for r in by_task[by_task.scope == "task_type"].itertuples()}
+    return wr, pls, summary, by_task
 
 
 def pls_by_task(params: Params, judgments: pd.DataFrame, prompts: pd.DataFrame) -> pd.DataFrame:

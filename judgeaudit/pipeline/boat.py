@@ -1,18 +1,22 @@
 """Stage ``boat``: vanilla vs BOAT accuracy of a clean model, and of the same model
-after fine-tuning on the test items (the contamination check)."""
+after fine-tuning on the test items (the contamination check), on generated items and
+on real MMLU / GSM8K items where ../shared/data holds them."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pandas as pd
 
 from judgeaudit.audits.agent_probe import confidences, probe_rates, rule_rephrase
-from judgeaudit.audits.boat_eval import boat_runs, boat_summary
+from judgeaudit.audits.boat_eval import boat_runs, boat_summary, single_effects, single_runs
 from judgeaudit.config import Params
 from judgeaudit.generation.corpus import make_items
 from judgeaudit.generation.mcq import make_mcqs
 from judgeaudit.models import load_model
 from judgeaudit.pipeline.audit import unique_roster
 from judgeaudit.pipeline.layout import Layout
+from judgeaudit.sources.mcq_benchmarks import RealItems, read_gsm8k, read_mmlu
 from judgeaudit.training.trainers import sft
 
 
@@ -31,23 +35,55 @@ def agent_probe(params: Params, layout: Layout) -> pd.DataFrame:
                        confidence=params.audit.confidence, seed=params.seed)
 
 
+def real_benchmarks(params: Params) -> tuple[dict[str, RealItems], dict[str, str]]:
+    """The real benchmarks configured and present, and a note for each (absent: skipped)."""
+    real = params.boat.real
+    found: dict[str, RealItems] = {}
+    notes: dict[str, str] = {}
+    if real is None:
+        return found, notes
+    for name, path, reader in (("mmlu", real.mmlu, read_mmlu), ("gsm8k", real.gsm8k, read_gsm8k)):
+        if path is None:
+            continue
+        if not Path(path).exists():
+            notes[name] = f"skipped: no {name} data at {path} (see ../shared/data/SOURCES.md)"
+            continue
+        found[name] = reader(path, real.n_items, params.seed + 7)
+        notes[name] = found[name].note
+    return found, notes
+
+
 def boat_stage(params: Params, layout: Layout) -> tuple[pd.DataFrame, dict]:
-    """(per-item results of every run, summary) for the clean and contaminated model."""
+    """(per-item results of every run, summary) for the clean and the contaminated model,
+    on the generated items and on each real benchmark: vanilla vs BOAT over runs, and each
+    intervention alone. The contaminated model is fine-tuned on every benchmark's test items."""
     cfg = params.boat
     cats = tuple(params.corpus.categories)
-    items = make_mcqs(cfg.n_items, params.seed + 5, cats)
-    pool = make_mcqs(max(cfg.shots * 10, 20), params.seed + 6, cats)  # few-shot examples
+    benchmarks = {"generated": (make_mcqs(cfg.n_items, params.seed + 5, cats),
+                                make_mcqs(max(cfg.shots * 10, 20), params.seed + 6, cats), cfg.shots, cfg.runs)}
+    real, notes = real_benchmarks(params)
+    for name, found in real.items():
+        benchmarks[name] = (found.items, found.shot_pools, params.boat.real.shots, params.boat.real.runs)
     spec = params.spec_for(cfg.model, layout.models)
-    kw = dict(runs=cfg.runs, shots=cfg.shots, shot_pool=pool, seed=params.seed)
     stats = dict(n_boot=params.audit.n_boot, confidence=params.audit.confidence, seed=params.seed)
     clean = load_model(spec, name=cfg.model)
-    results = {"clean": boat_runs(clean, items, **kw)}
+    rows = [{"prompt": clean.format_prompt(item.render()), "completion": " " + item.gold}
+            for items, *_ in benchmarks.values() for item in items]
     out = layout.boat / "contaminated"
-    rows = [{"prompt": clean.format_prompt(item.render()), "completion": " " + item.gold} for item in items]
     sft(spec.path, spec.path, rows, out, cfg.contaminate, params.seed, spec.max_length)
-    contaminated = load_model(spec.model_copy(update={"path": str(out)}), name=f"{cfg.model}+test-set")
-    results["contaminated"] = boat_runs(contaminated, items, **kw)
-    summary = {name: boat_summary(res, **stats) for name, res in results.items()}
+    models = {"clean": clean,
+              "contaminated": load_model(spec.model_copy(update={"path": str(out)}), name=f"{cfg.model}+test-set")}
+    tables, single, summary = [], [], {}
+    for bench, (items, pool, shots, runs) in benchmarks.items():
+        kw = dict(runs=runs, shots=shots, shot_pool=pool, seed=params.seed)
+        for name, model in models.items():
+            res = boat_runs(model, items, **kw)
+            alone = single_runs(model, items, **kw)
+            tables.append(res.assign(model=name, benchmark=bench))
+            single.append(single_effects(alone, res, **stats).assign(model=name, benchmark=bench))
+            target = summary if bench == "generated" else summary.setdefault("real", {}).setdefault(bench, {})
+            target[name] = boat_summary(res, **stats)
+    summary["single"] = pd.concat(single, ignore_index=True).to_dict("records")
+    summary["sources"] = {"generated": f"{cfg.n_items} template items, {cfg.shots}-shot", **notes}
     summary["probe"] = agent_probe(params, layout).to_dict("records")
-    table = pd.concat([res.assign(model=name) for name, res in results.items()], ignore_index=True)
-    return table, summary
+    return pd.concat(tables, ignore_index=True), summary

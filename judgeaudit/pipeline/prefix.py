@@ -1,21 +1,26 @@
-"""Stage ``prefix``: prefix bias of reward models trained in the pipeline (baseline, with
-prefix augmentation, and "aug-gen": augmented with one group's prefixes, audited on the
-others), beside a base LM judging zero-shot."""
+"""Stage ``prefix``: prefix bias of reward models trained in the pipeline (baseline; per
+group, augmented with that group's prefixes and audited on it, "aug", and on the other
+groups, "aug-gen"), beside each base LM judging zero-shot, for several bases and on
+synthetic and real (hh-rlhf) preferences."""
 
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from judgeaudit.attacks.transforms import add_prefix
 from judgeaudit.audits.prefix_bias import auto_influence, cross_influence, mean_abs_offdiagonal
+from judgeaudit.audits.stats import mean_ci
 from judgeaudit.config import Params
 from judgeaudit.generation.corpus import degrade, make_items
 from judgeaudit.generation.styles import STYLES, render
 from judgeaudit.judging.reward import RewardScorer, ZeroShotScorer, comparison_pair
 from judgeaudit.models import load_model
 from judgeaudit.pipeline.layout import Layout
+from judgeaudit.sources.hh_rlhf import hh_rlhf_items
 from judgeaudit.training.trainers import reward_model
 
 
@@ -47,40 +52,74 @@ def augment(items: list[dict], prefixes: list[str], pairs: int, seed: int) -> li
     return out
 
 
+def preference_sets(params: Params) -> tuple[dict[str, tuple[list[dict], list[dict]]], dict[str, str]]:
+    """{source: (train, test)}: the synthetic pairs (with the planted cue), and hh-rlhf's
+    human preferences where configured and present (split by ``test_share``); a note each."""
+    cfg = params.prefix
+    sets = {"synthetic": preference_items(params)}
+    notes = {"synthetic": f"{cfg.n_items} template items, correct vs degraded answer"
+                          + (f", {cfg.planted_prefix.strip()!r} planted on {cfg.planted_share:.0%} of chosen"
+                             if cfg.planted_prefix else "")}
+    hh = cfg.hh_rlhf
+    if hh is not None:
+        if Path(hh.path).exists():
+            items, notes["hh-rlhf"] = hh_rlhf_items(hh.path, hh.n_items, params.seed + 12)
+            cut = int(round(len(items) * (1 - cfg.test_share)))
+            sets["hh-rlhf"] = (items[:cut], items[cut:])
+        else:
+            notes["hh-rlhf"] = f"skipped: no hh-rlhf data at {hh.path} (see ../shared/data/SOURCES.md)"
+    return sets, notes
+
+
+def _audit(scorer, test: list[dict], prefixes: list[str], stats: dict) -> tuple[list[pd.DataFrame], dict]:
+    q = [r["q"] for r in test]
+    chosen, rejected = [r["chosen"] for r in test], [r["rejected"] for r in test]
+    omega = auto_influence(scorer, q + q, chosen + rejected, prefixes, **stats)  # every unique (q, a)
+    alpha, _ = cross_influence(scorer, q, chosen, rejected, prefixes, **stats)
+    return [omega, alpha], {"omega_bar": mean_abs_offdiagonal(omega), "alpha_bar": mean_abs_offdiagonal(alpha)}
+
+
+def _accuracy(scorer, test: list[dict], stats: dict) -> dict:
+    wins = scorer([r["q"] for r in test], [r["chosen"] for r in test], [r["rejected"] for r in test])
+    est = mean_ci(np.where(wins > 0, 1.0, np.where(wins < 0, 0.0, 0.5)), **stats)
+    return {"accuracy": est.estimate, "accuracy_ci_low": est.ci_low, "accuracy_ci_high": est.ci_high,
+            "n_test": est.n}
+
+
 def prefix_stage(params: Params, layout: Layout) -> tuple[pd.DataFrame, dict]:
-    """(omega and alpha matrices of every variant and group, summary)."""
+    """(omega and alpha matrices, summary) for every (source, base): the base judging
+    zero-shot (its fingerprint), the baseline RM, and per group an RM augmented with that
+    group's prefixes, audited on its own group ("aug") and on every other ("aug-gen"):
+    aug-gen in every direction."""
     cfg = params.prefix
     stats = dict(n_boot=params.audit.n_boot, confidence=params.audit.confidence, seed=params.seed)
-    spec = params.spec_for(cfg.base, layout.models)
-    train, test = preference_items(params)
-    all_prefixes = sorted({p for group in cfg.groups.values() for p in group})
-    held_out = [g for g in cfg.groups if g != cfg.aug_gen_train_group]
-    plans = {"baseline": (train, list(cfg.groups)),
-             "aug": (augment(train, all_prefixes, cfg.aug_pairs, params.seed), list(cfg.groups)),
-             "aug-gen": (augment(train, cfg.groups[cfg.aug_gen_train_group], cfg.aug_pairs, params.seed),
-                         held_out)}
-    scorers = {"zero-shot": (ZeroShotScorer(load_model(spec, name=cfg.base)), list(cfg.groups))}
-    for variant, (rows, groups) in plans.items():
-        out = layout.prefix / f"rm-{variant}"
-        reward_model(spec.path, [comparison_pair(r["q"], r["chosen"], r["rejected"]) for r in rows], out,
-                     cfg.train, params.seed, spec.max_length)
-        scorers[variant] = (RewardScorer(str(out), device=spec.device), groups)
-    q = [r["q"] for r in test]
-    answers_q = q + q  # unique (q, a): every chosen and rejected answer
-    answers = [r["chosen"] for r in test] + [r["rejected"] for r in test]
-    frames, summary = [], {}
-    for variant, (scorer, groups) in scorers.items():
-        entry = {}
-        for group in groups:
-            omega = auto_influence(scorer, answers_q, answers, cfg.groups[group], **stats)
-            alpha, accuracy = cross_influence(scorer, q, [r["chosen"] for r in test],
-                                              [r["rejected"] for r in test], cfg.groups[group], **stats)
-            frames += [m.assign(variant=variant, group=group) for m in (omega, alpha)]
-            entry[group] = {"omega_bar": mean_abs_offdiagonal(omega), "alpha_bar": mean_abs_offdiagonal(alpha)}
-        entry["accuracy"] = accuracy
-        entry["n_test"] = len(test)
-        summary[variant] = entry
-    for entry in summary.values():
-        entry["accuracy_ratio"] = entry["accuracy"] / summary["baseline"]["accuracy"] \
-            if summary["baseline"]["accuracy"] else float("nan")
+    sets, notes = preference_sets(params)
+    frames, rows = [], []
+    for source, (train, test) in sets.items():
+        for base in cfg.all_bases:
+            spec = params.spec_for(base, layout.models)
+            plans = {("baseline", "-"): train}
+            plans |= {("group-aug", g): augment(train, cfg.groups[g], cfg.aug_pairs, params.seed) for g in cfg.groups}
+            scorers = {("zero-shot", "-"): ZeroShotScorer(load_model(spec, name=base))}
+            for (kind, group), data in plans.items():
+                out = layout.prefix / f"rm-{source}-{base}-{kind if group == '-' else 'aug-' + group}"
+                reward_model(spec.path, [comparison_pair(r["q"], r["chosen"], r["rejected"]) for r in data], out,
+                             cfg.train, params.seed, spec.max_length)
+                scorers[kind, group] = RewardScorer(str(out), device=spec.device)
+            baseline_acc = None
+            for (kind, trained), scorer in scorers.items():
+                acc = _accuracy(scorer, test, stats)
+                baseline_acc = acc["accuracy"] if kind == "baseline" else baseline_acc
+                for group, prefixes in cfg.groups.items():
+                    variant = kind if kind != "group-aug" else ("aug" if group == trained else "aug-gen")
+                    key = dict(source=source, base=base, variant=variant, trained_group=trained, group=group)
+                    mats, bars = _audit(scorer, test, prefixes, stats)
+                    frames += [m.assign(**key) for m in mats]
+                    rows.append({**key, **bars, **acc})
+    summary_rows = pd.DataFrame(rows)
+    baseline = summary_rows[summary_rows.variant == "baseline"].groupby(["source", "base"])["accuracy"].first()
+    summary_rows["accuracy_ratio"] = summary_rows.accuracy / baseline.reindex(
+        pd.MultiIndex.from_frame(summary_rows[["source", "base"]])).to_numpy()
+    summary = {"rows": summary_rows.to_dict("records"), "sources": notes, "bases": list(cfg.all_bases),
+               "main_base": cfg.base, "groups": {g: list(v) for g, v in cfg.groups.items()}}
     return pd.concat(frames, ignore_index=True), summary

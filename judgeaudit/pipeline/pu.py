@@ -4,13 +4,13 @@ frozen encoder for F(x, o)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from judgeaudit.audits.pu_audit import PUConfig, consistency_table, improvement_vectors, run_pu_audit
+from judgeaudit.audits.pu_audit import PUConfig, consistency_table, improvement_vectors, pca_2d, run_pu_audit
+from judgeaudit.audits.pu_audit import sensitivity as pu_sensitivity
 from judgeaudit.audits.pu_verdicts import binary_items, texts_for
 from judgeaudit.models.encoder import Encoder
 from judgeaudit.sources.judgebench import read_judgebench
@@ -35,20 +35,12 @@ def judgebench_pu_audit(root: str | Path | pd.DataFrame, encoder: Encoder, cfg: 
         emb_b = np.stack([vectors[t] for t in texts_for(frame, "response_b")])
         z = improvement_vectors(emb_a, emb_b, frame["verdict"])
         results = run_pu_audit(frame, z, cfg)
-        centred = z - z.mean(axis=0)
-        coords = centred @ np.linalg.svd(centred, full_matrices=False)[2][:2].T  # PCA to 2-D
+        coords = pca_2d(z)
         proj = pd.DataFrame({"pair_id": frame["pair_id"], "pc1": coords[:, 0], "pc2": coords[:, 1]})
         per_item.append(results.merge(proj, on="pair_id").assign(judge=judge))
         tables.append(consistency_table(results, n_boot=n_boot, confidence=confidence,
                                         seed=cfg.seed).assign(judge=judge))
         if sensitivity:
-            for p_ratio in (0.1, 0.2, 0.3):
-                for m_scale in (0.8, 1.0, 1.2):
-                    grid = replace(cfg, p_ratio=p_ratio, m_scale=m_scale, n_splits=max(3, cfg.n_splits // 2))
-                    overall = consistency_table(run_pu_audit(frame, z, grid), n_boot=200,
-                                                confidence=confidence, seed=cfg.seed).iloc[-1]
-                    sens.append({"judge": judge, "p_ratio": p_ratio, "m_scale": m_scale,
-                                 "cons_orig": overall.cons_orig, "cons_adj": overall.cons_adj,
-                                 "flip_rate": overall.flip_rate, "n_pairs": overall.n_pairs})
-    return (pd.concat(tables, ignore_index=True), pd.DataFrame(sens),
+            sens.append(pu_sensitivity(frame, z, cfg, confidence=confidence).assign(judge=judge))
+    return (pd.concat(tables, ignore_index=True), pd.concat(sens, ignore_index=True) if sens else pd.DataFrame(),
             pd.concat(per_item, ignore_index=True))

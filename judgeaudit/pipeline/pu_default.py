@@ -2,9 +2,10 @@
 
 Known-quality pairs (the correct answer vs a degraded one, same house style, random
 position) stand in for human-labelled comparisons. Every judge gives verdicts in both
-orders; then each presentation attack is applied to the response the judge made lose,
-the judge re-judges, and the PU audit runs again to see whether it recovers the
-consistency the attack cost.
+orders (ties excluded); then each presentation attack is applied to the response the
+judge made lose, the judge re-judges, and the PU audit runs again, its verified
+positives taken from the clean verdicts, to see whether it recovers the consistency
+the attack cost.
 """
 
 from __future__ import annotations
@@ -16,13 +17,15 @@ import pandas as pd
 
 from judgeaudit.attacks.presentation import ATTACKS
 from judgeaudit.audits.stats import mean_ci
-from judgeaudit.audits.pu_audit import PUConfig, consistency_table, improvement_vectors, run_pu_audit
+from judgeaudit.audits.pu_audit import PUConfig, consistency_table, improvement_vectors, pca_2d, run_pu_audit
+from judgeaudit.audits.pu_audit import sensitivity as pu_sensitivity
+from judgeaudit.audits.pu_verdicts import one_verdict
 from judgeaudit.config import Params, build_rewriter
 from judgeaudit.generation.corpus import degrade, make_items
 from judgeaudit.generation.styles import STYLES, render
 from judgeaudit.models.encoder import Encoder
 from judgeaudit.pipeline.audit import unique_roster
-from judgeaudit.pipeline.judge import attack_losers, binary_verdicts, judge_pairs
+from judgeaudit.pipeline.judge import attack_losers, judge_pairs
 from judgeaudit.pipeline.layout import Layout
 
 
@@ -42,13 +45,43 @@ def known_quality_pairs(params: Params) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def pu_stage(params: Params, layout: Layout) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(consistency per judge x condition x question type, per-pair verdicts)."""
-    cfg = params.pu
-    pu_cfg = PUConfig(p_ratio=cfg.p_ratio, eta=cfg.eta, n_splits=cfg.splits, seed=params.seed)
-    stats = dict(n_boot=params.audit.n_boot, confidence=params.audit.confidence, seed=params.seed)
+def decisive_verdicts(judgments: pd.DataFrame) -> pd.Series:
+    """Per prompt_id: "A"/"B" from both orders (a split keeps the first order's), or
+    "tie" / "unparseable" where no order decided; those are excluded, as in the paper,
+    rather than read as "A"."""
+    wide = judgments.pivot_table(index="prompt_id", columns="order", values="verdict", aggfunc="first")
+    swap = {"A": "B", "B": "A"}  # the BA order's verdict back onto the canonical labelling
+    return pd.Series([one_verdict(a, swap.get(b, b)) for a, b in zip(wide["AB"], wide["BA"])], index=wide.index)
+
+
+def judged_frames(params: Params, layout: Layout) -> tuple[dict[tuple[str, str], pd.DataFrame], pd.DataFrame]:
+    """({(judge, condition): the pairs a judge decided, clean and after each attack on the
+    response it made lose, with the clean verdict beside}, per-pair verdicts of all)."""
     pairs = known_quality_pairs(params)
-    encoder = Encoder(cfg.encoder)
+    rewriter = build_rewriter(params, layout.models)
+    frames, verdict_rows = {}, []
+    for entry in unique_roster(params):
+        judge = entry["judge"]
+        clean = decisive_verdicts(judge_pairs(params, entry, pairs, layout, progress=False))
+        conditions = {"clean": (pairs, clean)}
+        lose_a = clean.reindex(pairs.prompt_id).to_numpy() == "B"
+        for name in ATTACKS:
+            attacked = attack_losers(pairs, lose_a, name, rewriter)
+            conditions[name] = (attacked, decisive_verdicts(
+                judge_pairs(params, entry, attacked, layout, progress=False)))
+        for condition, (frame, verdicts) in conditions.items():
+            frame = frame.assign(pair_id=frame.prompt_id, verdict=verdicts.reindex(frame.prompt_id).to_numpy(),
+                                 clean_verdict=clean.reindex(frame.prompt_id).to_numpy())
+            verdict_rows.append(frame[["pair_id", "qtype", "human", "verdict"]].assign(
+                judge=judge, condition=condition, clean_verdict=frame["clean_verdict"],
+                flipped_by_attack=frame["verdict"] != frame["clean_verdict"]))
+            decisive = frame["verdict"].isin(["A", "B"]) & frame["clean_verdict"].isin(["A", "B"])
+            frames[judge, condition] = frame[decisive].reset_index(drop=True).assign(
+                n_excluded=int((~decisive).sum()))
+    return frames, pd.concat(verdict_rows, ignore_index=True)
+
+
+def _embedder(encoder: Encoder):
     cache: dict[str, np.ndarray] = {}
 
     def embed(prompts: pd.Series, texts: pd.Series) -> np.ndarray:
@@ -57,34 +90,61 @@ def pu_stage(params: Params, layout: Layout) -> tuple[pd.DataFrame, pd.DataFrame
         if missing:
             cache.update(zip(missing, encoder.embed(missing)))
         return np.stack([cache[k] for k in keys])
+    return embed
 
-    rewriter = build_rewriter(params, layout.models)
-    tables, verdict_rows = [], []
-    for entry in unique_roster(params):
-        judge = entry["judge"]
-        clean = binary_verdicts(judge_pairs(params, entry, pairs, layout, progress=False), ["prompt_id"])
-        conditions = {"clean": (pairs, clean)}
-        lose_a = clean.reindex(pairs.prompt_id).to_numpy() == "B"
-        for name in ATTACKS:
-            attacked = attack_losers(pairs, lose_a, name, rewriter)
-            conditions[name] = (attacked, binary_verdicts(
-                judge_pairs(params, entry, attacked, layout, progress=False), ["prompt_id"]))
-        for condition, (frame, verdicts) in conditions.items():
-            frame = frame.assign(pair_id=frame.prompt_id, verdict=verdicts.reindex(frame.prompt_id).to_numpy())
-            z = improvement_vectors(embed(frame.prompt, frame.response_a), embed(frame.prompt, frame.response_b),
-                                    frame["verdict"])
-            results = run_pu_audit(frame, z, pu_cfg)
-            tables.append(consistency_table(results, **stats).assign(judge=judge, condition=condition))
-            verdict_rows.append(frame[["pair_id", "qtype", "human", "verdict"]].assign(
-                judge=judge, condition=condition,
-                flipped_by_attack=frame["verdict"].to_numpy() != clean.reindex(frame.prompt_id).to_numpy()))
-    return pd.concat(tables, ignore_index=True), pd.concat(verdict_rows, ignore_index=True)
+
+def audit_frames(frames: dict[tuple[str, str], pd.DataFrame], encoder: Encoder, cfg: PUConfig, stats: dict,
+                 details: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(consistency per judge x condition x question type, per-item results, sensitivity)
+    with one encoder. Under attack the verified positives are the same pairs' clean
+    verdicts: only the unlabelled comparisons are attacked, as the paper adjusts.
+    ``details``: also the per-item results and the sensitivity sweep."""
+    embed = _embedder(encoder)
+    tables, items, sens = [], [], []
+    vectors = {key: improvement_vectors(embed(f.prompt, f.response_a), embed(f.prompt, f.response_b), f["verdict"])
+               for key, f in frames.items()}
+    for (judge, condition), frame in frames.items():
+        z, verified = vectors[judge, condition], None
+        if condition != "clean":
+            clean = frames[judge, "clean"]
+            at = pd.Index(clean["pair_id"]).get_indexer(frame["pair_id"])
+            verified = (clean.iloc[at].reset_index(drop=True), vectors[judge, "clean"][at])
+        results = run_pu_audit(frame, z, cfg, verified)
+        key = dict(judge=judge, condition=condition)
+        tables.append(consistency_table(results, **stats).assign(**key, n_excluded=int(frame["n_excluded"].iat[0])))
+        if details:
+            coords = pca_2d(z)
+            items.append(results.merge(pd.DataFrame({"pair_id": frame["pair_id"], "pc1": coords[:, 0],
+                                                     "pc2": coords[:, 1]}), on="pair_id").assign(**key))
+            sens.append(pu_sensitivity(frame, z, cfg, confidence=stats["confidence"], verified=verified).assign(**key))
+    cat = (lambda parts: pd.concat(parts, ignore_index=True) if parts else pd.DataFrame())
+    return cat(tables), cat(items), cat(sens)
+
+
+def pu_stage(params: Params, layout: Layout) -> tuple[pd.DataFrame, ...]:
+    """(consistency per judge x condition x question type, per-pair verdicts, per-item
+    PU results of every split, sensitivity to p_ratio and the transport fraction, the
+    overall consistency under each compared encoder)."""
+    cfg = params.pu
+    pu_cfg = PUConfig(p_ratio=cfg.p_ratio, eta=cfg.eta, n_splits=cfg.splits, seed=params.seed)
+    stats = dict(n_boot=params.audit.n_boot, confidence=params.audit.confidence, seed=params.seed)
+    frames, verdicts = judged_frames(params, layout)
+    table, items, sens = audit_frames(frames, Encoder(cfg.encoder), pu_cfg, stats)
+    compared = [table[table.qtype == "all"].assign(encoder=f"{cfg.encoder} (mean)")]
+    for choice in cfg.compare_encoders:
+        path = params.spec_for(choice.path, layout.models).path if choice.path in params.models else choice.path
+        other, _, _ = audit_frames(frames, Encoder(path, pooling=choice.pooling), pu_cfg, stats, details=False)
+        compared.append(other[other.qtype == "all"].assign(encoder=f"{choice.name} ({choice.pooling})"))
+    return table, verdicts, items, sens, pd.concat(compared, ignore_index=True)
 
 
 def attack_flip_rates(verdicts: pd.DataFrame, *, n_boot: int, confidence: float, seed: int) -> pd.DataFrame:
-    """Share of verdicts each attack flipped, per judge, with n and a bootstrap CI."""
+    """Share of decisive verdicts (A/B before and after) each attack flipped, per judge,
+    with n and a bootstrap CI."""
     rows = []
-    for (judge, condition), g in verdicts[verdicts.condition != "clean"].groupby(["judge", "condition"]):
+    decisive = verdicts["verdict"].isin(["A", "B"]) & verdicts["clean_verdict"].isin(["A", "B"])
+    attacked = verdicts[decisive & (verdicts.condition != "clean")]
+    for (judge, condition), g in attacked.groupby(["judge", "condition"]):
         est = mean_ci(g["flipped_by_attack"].astype(float).to_numpy(), n_boot=n_boot,
                       confidence=confidence, seed=seed)
         rows.append({"judge": judge, "attack": condition, "flip_rate": est.estimate,

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from judgeaudit.audits.score_range import METHODS, method_scores, range_study
+from judgeaudit.audits.score_range import ASSISTANT, METHODS, favoured_score, method_scores, range_study
 from judgeaudit.config import Params, ScoreJudge
 from judgeaudit.generation.corpus import make_items
 from judgeaudit.generation.graded import LEVELS, graded_answers
@@ -88,13 +88,15 @@ def sources(params: Params) -> tuple[dict[str, tuple[pd.DataFrame, list]], dict]
     return found, notes
 
 
-def score_range_stage(params: Params, layout: Layout, progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
-    """(per-item scores, correlation table, summary with the chosen lambda/t per source,
-    judge and range)."""
+def score_range_stage(params: Params, layout: Layout, progress: bool = True
+                      ) -> tuple[pd.DataFrame, pd.DataFrame, dict, pd.DataFrame]:
+    """(per-item scores, correlation table, summary with the chosen lambda/t and the
+    favoured-score evidence per source, (judge, assistant) and range, the dev-split
+    (lambda, t) grid of each)."""
     cfg = params.score_range
     a = params.audit
     found, notes = sources(params)
-    score_frames, corr_frames, chosen = [], [], []
+    score_frames, corr_frames, grids, chosen, favoured = [], [], [], [], []
     every = [p for k, (_, ps) in enumerate(found.values()) for p in ps]
     unique = [p for k, p in enumerate(every) if p not in every[:k]]
     for pair in unique:  # each pair fine-tuned (when asked) and loaded once, for every source it scores
@@ -108,59 +110,101 @@ def score_range_stage(params: Params, layout: Layout, progress: bool = True) -> 
                 args = (items.question.tolist(), items.answer.tolist(), low, high, cfg.template)
                 lp_main, lp_asst = score_logprobs(main, *args), score_logprobs(assistant, *args)
                 reference = low + items.reference.to_numpy() * (high - low)  # onto the range
-                table, best, dev = range_study(lp_main, lp_asst, reference, low, lambdas=cfg.lambdas,
+                table, best, dev, grid = range_study(lp_main, lp_asst, reference, low, lambdas=cfg.lambdas,
                                                temperatures=cfg.temperatures, dev_share=cfg.dev_share,
                                                n_boot=a.n_boot, confidence=a.confidence, seed=params.seed)
                 key = dict(source=source, judge=pair.main, assistant=pair.assistant, score_range=f"{low}-{high}")
                 corr_frames.append(table.assign(**key))
+                grids.append(grid.assign(**key, n_dev=int(dev.sum())))
                 chosen.append({**key, **best, "n_test": int((~dev).sum())})
                 scores = method_scores(lp_main, lp_asst, low, best["lam"], best["t"])
+                favoured.append({**key, **favoured_score(scores["greedy"], scores[ASSISTANT], reference, dev, low, high,
+                                                         n_boot=a.n_boot, confidence=a.confidence, seed=params.seed)})
                 score_frames.append(items[["item_id", "category", "quality"]].assign(
                     **key, low=low, high=high, reference=reference, split=np.where(dev, "dev", "test"),
                     **scores, p_top=np.exp(lp_main.max(axis=-1))))
         del main, assistant
     scores = pd.concat(score_frames, ignore_index=True)
-    summary = {"chosen": chosen, "histograms": histograms(scores), "methods": list(METHODS),
-               "n_items": int(cfg.n_items), "levels": LEVELS, "sources": notes}
-    return scores, pd.concat(corr_frames, ignore_index=True), summary
+    summary = {"chosen": chosen, "favoured": favoured, "histograms": histograms(scores),
+               "methods": [*METHODS, ASSISTANT], "n_items": int(cfg.n_items), "levels": LEVELS, "sources": notes}
+    return scores, pd.concat(corr_frames, ignore_index=True), summary, pd.concat(grids, ignore_index=True)
 
 
 def histograms(scores: pd.DataFrame) -> list[dict]:
-    """How often each score was given (greedy, contrastive greedy, the reference rounded)
-    per source, judge and range."""
+    """How often each score was given (greedy, the assistant's greedy, contrastive greedy,
+    the reference rounded) per source, (judge, assistant) and range."""
     out = []
-    for (source, judge, rng), g in scores.groupby(["source", "judge", "score_range"], sort=False):
-        for method in ("greedy", "cd_greedy", "reference"):
+    for (source, judge, assistant, rng), g in scores.groupby(["source", "judge", "assistant", "score_range"],
+                                                             sort=False):
+        for method in ("greedy", ASSISTANT, "cd_greedy", "reference"):
             counts = np.rint(g[method]).astype(int).value_counts().reindex(
                 range(int(g.low.iloc[0]), int(g.high.iloc[0]) + 1), fill_value=0)
-            out.append({"source": source, "judge": judge, "score_range": rng, "method": method,
-                        "counts": {str(k): int(v) for k, v in counts.items()}})
+            out.append({"source": source, "judge": judge, "assistant": assistant, "score_range": rng,
+                        "method": method, "counts": {str(k): int(v) for k, v in counts.items()}})
     return out
 
 
-def plot_histograms(summary: dict, path: Path) -> Path:
-    """One panel per (judge, range): the scores given, greedy vs contrastive vs reference."""
+def pair_label(frame: pd.DataFrame) -> pd.Series:
+    """"judge + assistant", prefixed by the source where it is not the embedded one."""
+    label = frame.judge + " + " + frame.assistant
+    return pd.Series(np.where(frame.source == "embedded", label, frame.source + ": " + label), index=frame.index)
+
+
+def _panels(frame: pd.DataFrame, width: float, height: float):
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    hists = pd.DataFrame(summary["histograms"])
-    hists["judge"] = np.where(hists.source == "embedded", hists.judge, hists.source + ": " + hists.judge)
-    judges, ranges = list(dict.fromkeys(hists.judge)), list(dict.fromkeys(hists.score_range))
-    fig, axes = plt.subplots(len(judges), len(ranges), figsize=(3.2 * len(ranges), 2.6 * len(judges)),
-                             squeeze=False, sharey=True)
-    for (i, judge), (j, rng) in ((a, b) for a in enumerate(judges) for b in enumerate(ranges)):
-        ax = axes[i][j]
-        sel = hists[(hists.judge == judge) & (hists.score_range == rng)]
+    frame = frame.assign(pair=pair_label(frame))
+    pairs, ranges = list(dict.fromkeys(frame.pair)), list(dict.fromkeys(frame.score_range))
+    fig, axes = plt.subplots(len(pairs), len(ranges), figsize=(width * len(ranges), height * len(pairs)),
+                             squeeze=False)
+    cells = [(axes[i][j], pair, rng, frame[(frame.pair == pair) & (frame.score_range == rng)])
+             for i, pair in enumerate(pairs) for j, rng in enumerate(ranges)]
+    return plt, fig, axes, cells
+
+
+def plot_histograms(summary: dict, path: Path) -> Path:
+    """One panel per (judge + assistant, range): the scores given by the judge, by its
+    assistant alone, by contrastive decoding, and the reference's."""
+    plt, fig, axes, cells = _panels(pd.DataFrame(summary["histograms"]), 3.4, 2.6)
+    for ax, pair, rng, sel in cells:
         for k, row in enumerate(sel.itertuples()):
-            xs = np.array([int(s) for s in row.counts]) + (k - 1) * 0.27
-            ax.bar(xs, list(row.counts.values()), width=0.27, label=row.method)
-        ax.set_title(f"{judge}, range {rng}", fontsize=9)
+            xs = np.array([int(s) for s in row.counts]) + (k - 1.5) * 0.2
+            ax.bar(xs, list(row.counts.values()), width=0.2, label=row.method)
+        ax.set_title(f"{pair}, range {rng}", fontsize=8)
         ax.set_xticks([int(s) for s in sel.iloc[0].counts])
-    axes[0][0].legend(fontsize=7)
+    axes[0][0].legend(fontsize=6)
     fig.supxlabel("score given")
     fig.supylabel("answers")
+    return _save(plt, fig, path)
+
+
+def plot_grid(grid: pd.DataFrame, path: Path) -> Path:
+    """The (lambda, t) sensitivity grid on the dev split: Spearman of the contrastive
+    greedy score per cell (the expected score's in brackets), the chosen cell framed."""
+    plt, fig, axes, cells = _panels(grid, 3.2, 2.6)
+    for ax, pair, rng, sel in cells:
+        lams, ts = sorted(sel.lam.unique()), sorted(sel.t.unique())
+        mat = sel.pivot_table(index="lam", columns="t", values="spearman_greedy").reindex(index=lams, columns=ts)
+        exp = sel.pivot_table(index="lam", columns="t", values="spearman_expected").reindex(index=lams, columns=ts)
+        ax.imshow(mat.to_numpy(dtype=float), cmap="viridis", vmin=-1, vmax=1, aspect="auto")
+        for (i, lam), (j, t) in ((a, b) for a in enumerate(lams) for b in enumerate(ts)):
+            ax.text(j, i, f"{mat.loc[lam, t]:.2f}\n({exp.loc[lam, t]:.2f})", ha="center", va="center", fontsize=6,
+                    color="white")
+        best = sel.iloc[0]  # the grid is sorted best first
+        ax.add_patch(plt.Rectangle((ts.index(best.t) - 0.5, lams.index(best.lam) - 0.5), 1, 1, fill=False,
+                                   edgecolor="red", lw=2))
+        ax.set_xticks(range(len(ts)), [f"{t:g}" for t in ts], fontsize=7)
+        ax.set_yticks(range(len(lams)), [f"{x:g}" for x in lams], fontsize=7)
+        ax.set_title(f"{pair}, range {rng} (n_dev={int(best.n_dev)})", fontsize=7)
+    fig.supxlabel("t")
+    fig.supylabel("lambda")
+    return _save(plt, fig, path)
+
+
+def _save(plt, fig, path: Path) -> Path:
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)

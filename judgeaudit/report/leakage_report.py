@@ -21,14 +21,15 @@ def _fmt(frame: pd.DataFrame) -> str:
 
 
 def plot_prefix_heatmaps(matrices: pd.DataFrame, path: Path) -> Path:
-    """omega and alpha matrices, one panel per (variant, group, kind)."""
-    panels = list(matrices.groupby(["variant", "group", "kind"], sort=True))
+    """omega and alpha matrices, one panel per (source, variant, group, kind)."""
+    keys = [k for k in ("source", "variant", "trained_group", "group", "kind") if k in matrices]
+    panels = list(matrices.groupby(keys, sort=True))
     cols = 4
     rows = (len(panels) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(3.4 * cols, 3.0 * rows), squeeze=False)
     for ax in axes.flat[len(panels):]:
         ax.axis("off")
-    for ax, ((variant, group, kind), m) in zip(axes.flat, panels):
+    for ax, (key, m) in zip(axes.flat, panels):
         labels = list(dict.fromkeys(m.p1))
         grid = m.pivot(index="p1", columns="p2", values="estimate").reindex(index=labels, columns=labels)
         im = ax.imshow(grid.to_numpy(), cmap="RdBu_r", vmin=-0.3, vmax=0.3)
@@ -37,29 +38,62 @@ def plot_prefix_heatmaps(matrices: pd.DataFrame, path: Path) -> Path:
         ax.set_yticks(range(len(names)), names, fontsize=6)
         for (r, c), v in np.ndenumerate(grid.to_numpy()):
             ax.text(c, r, f"{v:+.2f}", ha="center", va="center", fontsize=6)
-        ax.set_title(f"{variant} / {group} / {kind}", fontsize=8)
+        ax.set_title(" / ".join(str(k) for k in key if k != "-"), fontsize=7)
     fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.6)
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
 
 
+def plot_prefix_models(rows: pd.DataFrame, path: Path) -> Path:
+    """The cross-model view: alpha-bar (mean over groups) per base and variant, a panel per
+    source; the accuracy on unprefixed pairs above each bar group."""
+    sources = list(dict.fromkeys(rows.source))
+    fig, axes = plt.subplots(1, len(sources), figsize=(5.0 * len(sources), 3.2), squeeze=False)
+    variants = list(dict.fromkeys(rows.variant))
+    for ax, source in zip(axes[0], sources):
+        sub = rows[rows.source == source]
+        bases = list(dict.fromkeys(sub.base))
+        width = 0.8 / len(variants)
+        for k, variant in enumerate(variants):
+            vals = sub[sub.variant == variant].groupby("base")["alpha_bar"].mean().reindex(bases)
+            ax.bar(np.arange(len(bases)) + k * width, vals.to_numpy(), width, label=variant)
+        ax.set_xticks(np.arange(len(bases)) + width * (len(variants) - 1) / 2, bases, fontsize=8)
+        ax.set_title(source, fontsize=9)
+        ax.set_ylabel("alpha-bar (cross-influence)")
+    axes[0, 0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
 def _prefix_section(prefix: dict | None, out_dir: Path) -> str:
-    if not prefix:
+    if not prefix or "rows" not in prefix["summary"]:
         return ""
-    png = plot_prefix_heatmaps(prefix["matrices"], out_dir / "prefix_bias.png")
-    rows = []
-    for variant, entry in prefix["summary"].items():
-        for group, figs in entry.items():
-            if isinstance(figs, dict):
-                rows.append({"variant": variant, "audited group": group, **figs,
-                             "accuracy": entry["accuracy"], "accuracy_ratio": entry["accuracy_ratio"],
-                             "n_test": entry["n_test"]})
+    summary = prefix["summary"]
+    rows = pd.DataFrame(summary["rows"])
+    matrices = prefix["matrices"]
+    main = matrices[matrices.base == summary["main_base"]] if "base" in matrices else matrices
+    heat = plot_prefix_heatmaps(main, out_dir / "prefix_bias.png")
+    models = plot_prefix_models(rows, out_dir / "prefix_models.png")
+    rows["accuracy"] = [f"{a:.3f} [{lo:.3f}, {hi:.3f}]" for a, lo, hi in
+                        zip(rows.accuracy, rows.accuracy_ci_low, rows.accuracy_ci_high)]
+    table = rows[["source", "base", "variant", "trained_group", "group", "omega_bar", "alpha_bar", "accuracy",
+                  "accuracy_ratio", "n_test"]]
+    cross = rows.pivot_table(index=["source", "variant", "group"], columns="base", values="alpha_bar",
+                             sort=False).round(3).reset_index()
+    notes = "".join(f"<li>{k}: {v}</li>" for k, v in summary.get("sources", {}).items())
     return ("<h2>Reward-model prefix bias</h2><p>omega-bar: mean |w(p1,p2) - 0.5| (auto-influence); "
             "alpha-bar: mean |acc(p1 on chosen, p2 on rejected) - acc(no prefix)| (cross-influence), "
-            "over distinct prefixes; per-cell CIs in report.json. aug: trained with 3 random prefix "
-            "pairs per item; aug-gen: augmented with one group's prefixes, audited on the others.</p>"
-            + _fmt(pd.DataFrame(rows)) + f'<img src="{png.name}" alt="prefix bias heatmaps">')
+            "over distinct prefixes; per-cell CIs in report.json. zero-shot: the base judging without "
+            "training (its fingerprint, beside its trained RMs); baseline: the RM on the plain pairs; aug: "
+            "the RM augmented with one group's prefixes, audited on that group; aug-gen: the same RM "
+            "audited on the other groups (trained_group names the group it was augmented with). "
+            f"Accuracy on unprefixed test pairs with a 95% CI.</p><ul>{notes}</ul>" + _fmt(table)
+            + "<h3>Across bases: alpha-bar</h3>" + _fmt(cross)
+            + f'<img src="{models.name}" alt="alpha-bar per base"><h3>Matrices of the main base ('
+            + f'{summary["main_base"]})</h3><img src="{heat.name}" alt="prefix bias heatmaps">')
 
 
 def _robustness_section(robust: dict | None) -> str:
@@ -193,28 +227,70 @@ def _task_type_section(summary: dict) -> str:
             "tasks leak more. Per category in data/metrics/pls_by_task.parquet.</p>" + _fmt(table))
 
 
-def _pu_section(pu: dict | None) -> str:
-    if not pu:
+def _copy_images(names: dict[str, str], src: Path, out_dir: Path, prefix: str) -> str:
+    """Copy a stage's plots next to the report; their <img> tags."""
+    import shutil
+
+    tags = []
+    for key, name in names.items():
+        if (src / name).exists():
+            shutil.copy(src / name, out_dir / f"{prefix}{name}")
+            tags.append(f'<img src="{prefix}{name}" alt="{key}">')
+    return "".join(tags)
+
+
+def _pu_section(pu: dict | None, out_dir: Path) -> str:
+    if not pu or "consistency" not in pu:
         return ""
-    cols = ["judge", "condition", "n_pairs", "cons_orig", "cons_orig_std", "cons_orig_ci_low",
+    cols = ["judge", "condition", "n_pairs", "n_excluded", "cons_orig", "cons_orig_std", "cons_orig_ci_low",
             "cons_orig_ci_high", "cons_adj", "cons_adj_std", "cons_adj_ci_low", "cons_adj_ci_high",
             "flip_rate"]
-    return ("<h2>PU audit of the judges (known-quality pairs)</h2><p>Consistency of each judge "
+    cons = pd.DataFrame(pu["consistency"])
+    text = ("<h2>PU audit of the judges (known-quality pairs)</h2><p>Consistency of each judge "
             "with the known-correct answer before (orig) and after (adj) the partial-OT "
             "adjustment, mean and std over splits, 95% CI over pairs; clean and after each "
-            "presentation attack on the response the judge made lose.</p>"
-            + _fmt(pd.DataFrame(pu["consistency"])[cols])
+            "presentation attack on the response the judge made lose. Pairs that a judge tied (no "
+            "order decided) are excluded and counted (n_excluded); under attack the verified positives "
+            "are the clean verdicts of the same pairs, only the unlabelled ones are attacked.</p>"
+            + _fmt(cons[[c for c in cols if c in cons]])
             + "<h3>Attack flip rates</h3>" + _fmt(pd.DataFrame(pu["attack_flip_rates"])))
+    if pu.get("sensitivity"):
+        sens = pd.DataFrame(pu["sensitivity"]).assign(gain=lambda d: d.cons_adj - d.cons_orig)
+        grid = sens.pivot_table(index=["condition", "p_ratio"], columns="m_scale", values="gain").round(3)
+        grid.columns = [f"gain, m x {m:g}" for m in grid.columns]
+        text += ("<h3>Sensitivity: share verified (p_ratio) x transport fraction (m scale)</h3><p>Mean over "
+                 "judges of Cons_adj - Cons_orig.</p>" + _fmt(grid.reset_index()))
+    if pu.get("encoders"):
+        enc = pd.DataFrame(pu["encoders"])
+        orig = enc.groupby(["judge", "condition"], sort=False)["cons_orig"].first().rename("cons_orig")
+        enc = pd.concat([orig, enc.pivot_table(index=["judge", "condition"], columns="encoder", values="cons_adj",
+                                               sort=False)], axis=1).round(3)
+        text += ("<h3>Encoder comparison</h3><p>Cons_adj (all question types) with each encoder F(x, o) on the "
+                 "same verdicts: the shipped MiniLM (mean pooling) against a decoder read at its last token, "
+                 "as a reward model reads a response.</p>" + _fmt(enc.reset_index()))
+    if pu.get("plots") and pu.get("dir"):
+        text += _copy_images(pu["plots"], Path(pu["dir"]), out_dir, "pu_")
+    return text
 
 
 def _boat_section(boat: dict | None) -> str:
-    if not boat:
+    if not boat or "clean" not in boat:
         return ""
+    sources = "".join(f"<li>{k}: {v}</li>" for k, v in boat.get("sources", {}).items())
+    single = pd.DataFrame(boat.get("single", []))
+    single_html = ""
+    if len(single):
+        single_html = ("<h3>Each intervention alone</h3><p>Accuracy with the one intervention applied to every "
+                       "item (answer removal together with its hint), and its change from vanilla, paired over "
+                       "items (95% CIs, n items).</p>"
+                       + _fmt(single[["benchmark", "model", "intervention", "accuracy", "ci_low", "ci_high",
+                                      "delta", "delta_ci_low", "delta_ci_high", "n"]]))
     return ("<h2>Contamination check (BOAT)</h2><p>Accuracy on multiple-choice items, plain "
             "(vanilla) and under bags of atomic interventions (BOAT), for the clean model and "
-            "after fine-tuning it on the test items. A large vanilla - BOAT gap flags memorised "
-            "answers.</p>" + _fmt(boat_table(boat)) + "<h3>BOAT accuracy per intervention</h3>"
-            + _fmt(boat_interventions(boat))
+            "after fine-tuning it on the test items of every benchmark. A large vanilla - BOAT gap "
+            f"flags memorised answers.</p><ul>{sources}</ul>" + _fmt(boat_table(boat))
+            + "<h3>BOAT accuracy per intervention (within bags)</h3>" + _fmt(boat_interventions(boat))
+            + single_html
             + "<h3>Agents-as-evaluator probe</h3><p>Judges rate (1-10) whether an item's label "
             "still holds after rephrasing; half the rephrasings break it. Over-confidence: rated "
             "&ge; 6 when broken; under-confidence: rated &le; 5 when intact; consensus: the "
@@ -271,43 +347,49 @@ def summary_table(pls: pd.DataFrame) -> pd.DataFrame:
     return table[[t for t in TIER_ORDER if t in table.columns]].reset_index()
 
 
+BOAT_MODELS = ("clean", "contaminated")
+
+
+def _boat_benchmarks(boat: dict) -> dict[str, dict]:
+    """{benchmark: {model: summary}}: the generated items, then each real benchmark."""
+    return {"generated": {m: boat[m] for m in BOAT_MODELS if m in boat}, **boat.get("real", {})}
+
+
 def boat_table(boat: dict) -> pd.DataFrame:
-    """Vanilla vs BOAT accuracy per model: mean +- std over runs, CI over items, n items."""
+    """Vanilla vs BOAT accuracy per benchmark and model: mean +- std over runs, CI over
+    items, n items."""
     rows = []
-    for model, s in boat.items():
-        if model == "probe":
-            continue
-        row = {"model": model}
-        for key in ("vanilla", "boat"):
-            f = s[key]
-            row[key] = (f"{f['accuracy']:.3f} ± {f['std']:.3f} [{f['ci_low']:.3f}, {f['ci_high']:.3f}] "
-                        f"(n={f['n']}, runs={s['runs']})")
-        row.update({k: v for k, v in s["confusion"].items()})
-        rows.append(row)
+    for bench, models in _boat_benchmarks(boat).items():
+        for model, s in models.items():
+            row = {"benchmark": bench, "model": model}
+            for key in ("vanilla", "boat"):
+                f = s[key]
+                row[key] = (f"{f['accuracy']:.3f} ± {f['std']:.3f} [{f['ci_low']:.3f}, {f['ci_high']:.3f}] "
+                            f"(n={f['n']}, runs={s['runs']})")
+            row.update(s["confusion"])
+            rows.append(row)
     return pd.DataFrame(rows)
 
 
 def boat_interventions(boat: dict) -> pd.DataFrame:
-    return pd.DataFrame([{"model": m, "intervention": k, "boat_accuracy": v["accuracy"], "n": v["n"]}
-                         for m, s in boat.items() if m != "probe"
+    return pd.DataFrame([{"benchmark": b, "model": m, "intervention": k, "boat_accuracy": v["accuracy"], "n": v["n"]}
+                         for b, models in _boat_benchmarks(boat).items() for m, s in models.items()
                          for k, v in s["per_intervention"].items()])
 
 
 def _score_range_section(score_range: dict | None, out_dir: Path) -> str:
     if not score_range:
         return ""
-    from judgeaudit.report.score_range_report import correlation_grid
+    from judgeaudit.report.score_range_report import FAVOURED_NOTE, correlation_grid, favoured_table
 
-    img = ""
-    if score_range.get("histograms_png"):
-        import shutil
-
-        shutil.copy(score_range["histograms_png"], out_dir / "score_range_histograms.png")
-        img = '<img src="score_range_histograms.png" alt="scores given per range">'
+    imgs = _copy_images({"scores given per range": "histograms.png", "lambda x t grid": "grid.png"},
+                        Path(score_range["dir"]), out_dir, "score_range_") if score_range.get("dir") else ""
     return ("<h2>Score-range bias and contrastive decoding</h2><p>Pointwise judges score the same graded "
             "answers under each range; correlation with the reference scores (95% bootstrap CIs, n answers "
             "in the test split), greedy vs contrastive decoding with a smaller same-family assistant.</p>"
-            + _fmt(correlation_grid(score_range["correlations"])) + img)
+            + _fmt(correlation_grid(score_range["correlations"]))
+            + f"<h3>Does the assistant share the bias?</h3><p>{FAVOURED_NOTE}</p>"
+            + _fmt(favoured_table(score_range["summary"])) + imgs)
 
 
 def write_report(wr: pd.DataFrame, pls: pd.DataFrame, summary: dict, responses: pd.DataFrame,
@@ -359,7 +441,7 @@ Position consistency of verdicts across the two presentation orders: {summary['p
 <h2>Win rates per judge</h2>{_fmt(wr.drop(columns=["metric", "confidence"]))}
 {_robustness_section(robustness)}
 {_boat_section(boat)}
-{_pu_section(pu)}
+{_pu_section(pu, out_dir)}
 {prefix_html}
 {_score_range_section(score_range, out_dir)}
 <h2>Sample responses</h2>{_fmt(samples.map(lambda s: str(s)[:160]))}

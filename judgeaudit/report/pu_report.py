@@ -62,21 +62,50 @@ def plot_projection(items: pd.DataFrame, path: Path) -> Path:
 
 
 def plot_radar(table: pd.DataFrame, path: Path) -> Path:
-    """Consistency with human labels per question type, before and after adjustment."""
+    """Consistency with human labels per question type, before and after adjustment: one
+    panel per judge (and per condition, one row each, where the table has conditions)."""
     judges = sorted(table["judge"].unique())
+    conditions = list(dict.fromkeys(table["condition"])) if "condition" in table else [None]
     qtypes = sorted(set(table["qtype"]) - {"all"})
     angles = np.linspace(0, 2 * np.pi, len(qtypes), endpoint=False).tolist()
-    fig, axes = plt.subplots(1, len(judges), subplot_kw={"projection": "polar"},
-                             figsize=(3.2 * len(judges), 3.4), squeeze=False)
-    for ax, judge in zip(axes[0], judges):
-        sub = table[table.judge == judge].set_index("qtype").reindex(qtypes)
+    fig, axes = plt.subplots(len(conditions), len(judges), subplot_kw={"projection": "polar"},
+                             figsize=(3.2 * len(judges), 3.4 * len(conditions)), squeeze=False)
+    for (i, condition), (k, judge) in ((a, b) for a in enumerate(conditions) for b in enumerate(judges)):
+        ax = axes[i, k]
+        sub = table[table.judge == judge]
+        if condition is not None:
+            sub = sub[sub.condition == condition]
+        sub = sub.set_index("qtype").reindex(qtypes)
         for col, label in (("cons_orig", "original"), ("cons_adj", "adjusted")):
             values = sub[col].tolist()
             ax.plot(angles + angles[:1], values + values[:1], label=label)
         ax.set_xticks(angles, qtypes, fontsize=7)
         ax.set_ylim(0, 1)
-        ax.set_title(judge[:28], fontsize=8)
+        ax.set_title(judge[:28] if condition is None else f"{judge[:24]}, {condition}", fontsize=8)
     axes[0, 0].legend(fontsize=7, loc="lower left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def plot_sensitivity(sens: pd.DataFrame, path: Path) -> Path:
+    """Mean gain of the adjustment (Cons_adj - Cons_orig, over judges) against the share
+    of verified pairs, one line per transport-fraction scale; a panel per condition."""
+    conditions = list(dict.fromkeys(sens["condition"])) if "condition" in sens else [None]
+    fig, axes = plt.subplots(1, len(conditions), figsize=(3.4 * len(conditions), 3.0), squeeze=False,
+                             sharey=True)
+    gain = sens.assign(gain=sens["cons_adj"] - sens["cons_orig"])
+    for ax, condition in zip(axes[0], conditions):
+        sub = gain if condition is None else gain[gain.condition == condition]
+        for m_scale, g in sub.groupby("m_scale"):
+            mean = g.groupby("p_ratio")["gain"].mean()
+            ax.plot(mean.index, mean.to_numpy(), marker="o", label=f"m x {m_scale:g}")
+        ax.axhline(0, color="black", lw=0.8, ls="--")
+        ax.set_title(condition or "all judges", fontsize=9)
+        ax.set_xlabel("p_ratio (share verified)")
+    axes[0, 0].set_ylabel("Cons_adj - Cons_orig")
+    axes[0, 0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
@@ -94,6 +123,19 @@ def write_pu_report(table: pd.DataFrame, sensitivity: pd.DataFrame, items: pd.Da
         paths["projection_png"] = plot_projection(items, out_dir / "projection.png")
     if len(sensitivity):
         paths["sensitivity"] = write_table(sensitivity, out_dir / "sensitivity.parquet")
+        paths["sensitivity_png"] = plot_sensitivity(sensitivity, out_dir / "sensitivity.png")
     write_json({"consistency": table.to_dict("records"), "sensitivity": sensitivity.to_dict("records")},
                out_dir / "pu_audit.json")
+    return paths
+
+
+def default_plots(table: pd.DataFrame, items: pd.DataFrame, sens: pd.DataFrame, eta: float,
+                  out_dir: Path) -> dict[str, Path]:
+    """The embedded audit's plots: radar per judge x condition, the sensitivity sweep,
+    and the s_j diagnostics per condition."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {"radar": plot_radar(table[table.qtype.notna()], out_dir / "radar.png"),
+             "sensitivity": plot_sensitivity(sens, out_dir / "sensitivity.png")}
+    for condition, sub in items.groupby("condition", sort=False):
+        paths[f"scores_{condition}"] = plot_scores(sub, eta, out_dir / f"scores_{condition}.png")
     return paths

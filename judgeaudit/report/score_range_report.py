@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-LABELS = {"greedy": "greedy", "expected": "expected", "cd_greedy": "CD greedy", "cd_expected": "CD expected"}
+LABELS = {"greedy": "greedy", "expected": "expected", "cd_greedy": "CD greedy", "cd_expected": "CD expected",
+          "assistant_greedy": "assistant alone (greedy)"}
 
 
 def _ci(est: float, low: float, high: float, pct: bool = False) -> str:
@@ -20,12 +21,14 @@ def _ci(est: float, low: float, high: float, pct: bool = False) -> str:
 
 
 def correlation_grid(corr: pd.DataFrame) -> pd.DataFrame:
-    """One row per judge x range x method: each correlation with its CI, and the relative
-    improvement over greedy in Spearman."""
+    """One row per (judge, assistant) x range x method: each correlation with its CI, and
+    the relative improvement over greedy in Spearman."""
     rows = []
-    for (source, judge, rng, method), g in corr.groupby(["source", "judge", "score_range", "method"], sort=False):
+    for (source, judge, assistant, rng, method), g in corr.groupby(
+            ["source", "judge", "assistant", "score_range", "method"], sort=False):
         by = g.set_index("kind")
-        row = {"source": source, "judge": judge, "range": rng, "method": LABELS.get(method, method), "n": int(by.n.iloc[0])}
+        row = {"source": source, "judge": judge, "assistant": assistant, "range": rng,
+               "method": LABELS.get(method, method), "n": int(by.n.iloc[0])}
         for kind in ("spearman", "pearson", "kendall"):
             if kind in by.index:
                 r = by.loc[kind]
@@ -40,10 +43,31 @@ def correlation_grid(corr: pd.DataFrame) -> pd.DataFrame:
 
 def histogram_table(summary: dict) -> pd.DataFrame:
     """Scores given per judge, range and method, as counts in columns."""
-    return pd.DataFrame([{"source": h["source"], "judge": h["judge"], "range": h["score_range"],
+    return pd.DataFrame([{"source": h["source"], "judge": h["judge"], "assistant": h["assistant"],
+                          "range": h["score_range"],
                           "method": h["method"],
                           **{f"score {k}": v for k, v in h["counts"].items()}}
                          for h in summary["histograms"]]).fillna("")
+
+
+def favoured_table(summary: dict) -> pd.DataFrame:
+    """Per (judge, assistant) and range: the score the judge over-gives, how often the judge,
+    its assistant alone and the reference give it on the test split, with CIs."""
+    rows = []
+    for f in summary.get("favoured", []):
+        row = {"source": f["source"], "judge": f["judge"], "assistant": f["assistant"], "range": f["score_range"],
+               "favoured score": f["favoured"], "n": f["n"]}
+        for name in ("main", "assistant", "reference", "assistant_excess"):
+            row[name.replace("_", " ")] = _ci(f[name], f[f"{name}_ci_low"], f[f"{name}_ci_high"])
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+FAVOURED_NOTE = ("The score each judge over-gives most (chosen on the dev split: its count minus the reference's) "
+                 "and, on the test split, the share of answers given it by the judge, by its assistant alone and by "
+                 "the reference; 'assistant excess' = assistant minus reference, paired over answers. An excess whose "
+                 "CI lies above 0 is the evidence contrastive decoding rests on: the smaller same-family model "
+                 "shares the bias, so subtracting it removes the bias more than the signal.")
 
 
 def write_score_range_report(corr: pd.DataFrame, summary: dict, path: Path) -> Path:
@@ -51,7 +75,7 @@ def write_score_range_report(corr: pd.DataFrame, summary: dict, path: Path) -> P
     chosen = pd.DataFrame(summary["chosen"])
     conf = int(round(100 * float(corr.confidence.iloc[0])))
     sp = corr[(corr.kind == "spearman") & (corr.source == "embedded")].pivot_table(
-        index=["judge", "score_range"], columns="method", values="estimate", sort=False)
+        index=["judge", "assistant", "score_range"], columns="method", values="estimate", sort=False)
     mean = sp.mean()
     sources = "".join(f"- {k}: {v}\n" for k, v in summary["sources"].items())
     text = (f"# Score-range bias and contrastive decoding\n\nSources:\n{sources}\n"
@@ -64,7 +88,10 @@ def write_score_range_report(corr: pd.DataFrame, summary: dict, path: Path) -> P
             f"expected {mean.get('expected', float('nan')):.3f}, CD greedy {mean.get('cd_greedy', float('nan')):.3f}, "
             f"CD expected {mean.get('cd_expected', float('nan')):.3f}.\n\n"
             "## Agreement with the reference scores\n\n" + correlation_grid(corr).to_markdown(index=False)
+            + "\n\n## Does the assistant share the bias?\n\n" + FAVOURED_NOTE + "\n\n"
+            + favoured_table(summary).to_markdown(index=False)
             + "\n\n## Chosen contrastive parameters\n\n" + chosen.round(4).to_markdown(index=False)
+            + "\n\nThe whole (lambda, t) grid on the dev split is in grid.parquet:\n\n![grid](grid.png)"
             + "\n\n## Scores given (greedy, CD greedy, reference)\n\n"
             + histogram_table(summary).to_markdown(index=False) + "\n\n![histograms](histograms.png)\n")
     path.parent.mkdir(parents=True, exist_ok=True)

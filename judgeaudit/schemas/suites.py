@@ -87,11 +87,11 @@ def metrics_suite() -> list:
 
 def boat_results_suite() -> list:
     return [
-        *_columns(["model", "run", "item", "bag", "vanilla_correct", "boat_correct"]),
+        *_columns(["benchmark", "model", "run", "item", "bag", "vanilla_correct", "boat_correct"]),
         gxe.ExpectTableRowCountToBeBetween(min_value=1),
         gxe.ExpectColumnValuesToBeInSet(column="vanilla_correct", value_set=[True, False]),
         gxe.ExpectColumnValuesToBeInSet(column="boat_correct", value_set=[True, False]),
-        gxe.ExpectCompoundColumnsToBeUnique(column_list=["model", "run", "item"]),
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["benchmark", "model", "run", "item"]),
     ]
 
 
@@ -109,28 +109,30 @@ def pu_consistency_suite() -> list:
 
 def prefix_matrices_suite() -> list:
     return [
-        *_columns(["variant", "group", "kind", "estimate", "ci_low", "ci_high", "n"]),
+        *_columns(["source", "base", "variant", "trained_group", "group", "kind", "estimate", "ci_low", "ci_high",
+                   "n"]),
         gxe.ExpectColumnToExist(column="p1"),
         gxe.ExpectColumnToExist(column="p2"),
         gxe.ExpectTableRowCountToBeBetween(min_value=1),
         gxe.ExpectColumnValuesToBeInSet(column="kind", value_set=["omega", "alpha"]),
         gxe.ExpectColumnValuesToBeBetween(column="estimate", min_value=-1, max_value=1),
         gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="ci_high", column_B="ci_low", or_equal=True),
-        gxe.ExpectCompoundColumnsToBeUnique(column_list=["variant", "group", "kind", "p1", "p2"]),
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["source", "base", "variant", "trained_group", "group", "kind",
+                                                         "p1", "p2"]),
     ]
 
 
 def score_range_scores_suite() -> list:
     return [
         *_columns(["source", "item_id", "judge", "assistant", "score_range", "low", "high", "reference",
-                   "split", "greedy", "expected", "cd_greedy", "cd_expected"]),
+                   "split", "greedy", "expected", "cd_greedy", "cd_expected", "assistant_greedy"]),
         gxe.ExpectTableRowCountToBeBetween(min_value=1),
         gxe.ExpectColumnValuesToBeInSet(column="split", value_set=["dev", "test"]),
         gxe.ExpectColumnValuesToBeBetween(column="reference", min_value=0, max_value=9),
-        *[e for m in ("greedy", "expected", "cd_greedy", "cd_expected") for e in (
+        *[e for m in ("greedy", "expected", "cd_greedy", "cd_expected", "assistant_greedy") for e in (
             gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A=m, column_B="low", or_equal=True),
             gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="high", column_B=m, or_equal=True))],
-        gxe.ExpectCompoundColumnsToBeUnique(column_list=["source", "judge", "score_range", "item_id"]),
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["source", "judge", "assistant", "score_range", "item_id"]),
     ]
 
 
