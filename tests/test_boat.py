@@ -160,3 +160,16 @@ def test_agent_probe_rules_and_rates(tiny_lm):
     assert rates.loc["yes-man", "over_confidence"] == 1.0
     assert rates.loc["yes-man", "under_confidence"] == 0.0
     assert rates.loc["consensus", "error"] == 0.5 and rates.loc["yes-man", "error_n"] == 20
+
+
+def test_shots_whose_options_all_coincide_still_take_every_intervention(tiny_lm):
+    """MMLU's abstract-algebra dev items share one option set: answer removal cannot draw a
+    new option from them, so interventions draw from the whole dataset (items and shots)."""
+    from judgeaudit.audits.boat_eval import boat_runs, single_runs
+
+    shared = ("True, True", "False, False", "True, False", "False, True")
+    pool = [MCQ(f"Statement {k} | ...", shared, k % 4) for k in range(5)]
+    items = [MCQ("What is 2 plus 3?", ("5", "6", "7", "8"), 0), MCQ("What is 4 plus 4?", ("9", "8", "7", "6"), 1)]
+    runs = boat_runs(tiny_lm, items, runs=3, shots=5, shot_pool=[pool, pool], seed=1)
+    alone = single_runs(tiny_lm, items, runs=1, shots=5, shot_pool=[pool, pool], seed=1)
+    assert len(runs) == 6 and len(alone) == len(SINGLE) * 2

@@ -41,11 +41,12 @@ def predict(model: LanguageModel, items: Sequence[MCQ], shots: Sequence[Sequence
     return right
 
 
-def _shots(pool: Sequence[MCQ], k: int, rng: random.Random, intervene: bool) -> list[MCQ]:
+def _shots(pool: Sequence[MCQ], k: int, rng: random.Random, intervene: bool,
+           dataset: Sequence[MCQ] = ()) -> list[MCQ]:
     picked = rng.sample(list(pool), min(k, len(pool))) if k else []
     if not intervene:
         return picked
-    return [apply_bag(s, sample_bag(rng, answer_removal_scale=0.5), rng, pool) for s in picked]
+    return [apply_bag(s, sample_bag(rng, answer_removal_scale=0.5), rng, dataset or pool) for s in picked]
 
 
 def _pools(items: Sequence[MCQ], shot_pool: Sequence[MCQ] | Sequence[Sequence[MCQ]]) -> list[Sequence[MCQ]]:
@@ -57,18 +58,28 @@ def _pools(items: Sequence[MCQ], shot_pool: Sequence[MCQ] | Sequence[Sequence[MC
     return [shot_pool] * len(items)
 
 
+def _dataset(items: Sequence[MCQ], pools: Sequence[Sequence[MCQ]]) -> list[MCQ]:
+    """The test items and every shot, once each: what the interventions draw other
+    questions and options from (a subject's five dev items can share all their options)."""
+    seen: dict[int, MCQ] = {}
+    for item in [*items, *(s for pool in pools for s in pool)]:
+        seen.setdefault(id(item), item)
+    return list(seen.values())
+
+
 def boat_runs(model: LanguageModel, items: Sequence[MCQ], *, runs: int = 5, shots: int = 0,
               shot_pool: Sequence[MCQ] | Sequence[Sequence[MCQ]] = (), seed: int = 0) -> pd.DataFrame:
     """One row per (run, item): vanilla and BOAT correctness and the bag applied.
     ``shot_pool``: one pool for every item, or one per item (e.g. MMLU's subject dev sets)."""
     pools = _pools(items, shot_pool)
+    dataset = _dataset(items, pools)
     rows = []
     for run in range(runs):
         rng = random.Random(seed * 1000 + run)
         vanilla_shots = [_shots(pool, shots, rng, False) for pool in pools]
         bags = [sample_bag(rng) for _ in items]
-        boat_items = [apply_bag(item, bag, rng, items) for item, bag in zip(items, bags)]
-        boat_shots = [_shots(pool, shots, rng, True) for pool in pools]
+        boat_items = [apply_bag(item, bag, rng, dataset) for item, bag in zip(items, bags)]
+        boat_shots = [_shots(pool, shots, rng, True, dataset) for pool in pools]
         vanilla = predict(model, items, vanilla_shots)
         boat = predict(model, boat_items, boat_shots)
         for k, (bag, v, b) in enumerate(zip(bags, vanilla, boat)):
@@ -82,13 +93,14 @@ def single_runs(model: LanguageModel, items: Sequence[MCQ], *, runs: int = 5, sh
     """Each intervention alone on every item (answer removal with its hint), the shots
     given the same intervention: one row per (run, intervention, item)."""
     pools = _pools(items, shot_pool)
+    dataset = _dataset(items, pools)
     rows = []
     for run in range(runs):
         rng = random.Random(seed * 1000 + 500 + run)
         for name, bag in SINGLE.items():
             picked = [_shots(pool, shots, rng, False) for pool in pools]
-            changed = [apply_bag(item, bag, rng, items) for item in items]
-            shown = [[apply_bag(s, bag, rng, pool) for s in sh] for sh, pool in zip(picked, pools)]
+            changed = [apply_bag(item, bag, rng, dataset) for item in items]
+            shown = [[apply_bag(s, bag, rng, dataset) for s in sh] for sh in picked]
             rows += [{"run": run, "intervention": name, "item": k, "correct": c}
                      for k, c in enumerate(predict(model, changed, shown))]
     return pd.DataFrame(rows)
