@@ -115,7 +115,7 @@ def test_full_audit_flow(prefect_server, tiny_params_file, tmp_path):
     grid = pd.read_parquet(first / "score_range/grid.parquet")
     assert len(grid) == 2 * 4 * 3 and set(grid.assistant) == {"sib-f"}  # ranges x lambdas x t: kept whole
     favoured = pd.DataFrame(report["score_range"]["summary"]["favoured"])
-    assert len(favoured) == 2 and (favoured.n == 54).all()
+    assert len(favoured) == 2 and (favoured.n == 54).all() and set(favoured.assistant) == {"sib-f"}
     assert (favoured.assistant_excess_ci_low <= favoured.assistant_excess).all()
     for png in ("histograms", "grid"):
         assert (first / f"score_range/{png}.png").stat().st_size > 1000

@@ -95,7 +95,7 @@ def test_favoured_score_finds_a_shared_bias_and_only_a_shared_one():
     kw = dict(n_boot=300, confidence=0.95, seed=0)
     shared = favoured_score(biased, sharing, reference, dev, 0, 4, **kw)
     assert shared["favoured"] == 4 and shared["n"] == n - dev.sum()
-    assert shared["main_ci_low"] > shared["reference_ci_high"]  # the judge over-gives it
+    assert shared["main_share_ci_low"] > shared["reference_share_ci_high"]  # the judge over-gives it
     assert shared["assistant_excess_ci_low"] > 0  # and so does its assistant
     other = favoured_score(biased, unrelated, reference, dev, 0, 4, **kw)
     assert other["assistant_excess_ci_low"] <= 0 <= other["assistant_excess_ci_high"]

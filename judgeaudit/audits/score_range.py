@@ -86,9 +86,11 @@ def favoured_score(main: np.ndarray, assistant: np.ndarray, reference: np.ndarra
     excess = [(main[dev] == s).sum() - (ref[dev] == s).sum() for s in grid]
     fav = int(grid[int(np.argmax(excess))])
     test = ~dev
-    hits = {"main": main[test] == fav, "assistant": assistant[test] == fav, "reference": ref[test] == fav}
+    hits = {"main_share": main[test] == fav, "assistant_share": assistant[test] == fav,
+            "reference_share": ref[test] == fav}
     out: dict = {"favoured": fav, "n": int(test.sum())}
-    for name, x in [*hits.items(), ("assistant_excess", hits["assistant"].astype(float) - hits["reference"])]:
+    excess = hits["assistant_share"].astype(float) - hits["reference_share"]
+    for name, x in [*hits.items(), ("assistant_excess", excess)]:
         est = mean_ci(np.asarray(x, dtype=float), n_boot=n_boot, confidence=confidence, seed=seed)
         out.update({name: est.estimate, f"{name}_ci_low": est.ci_low, f"{name}_ci_high": est.ci_high})
     return out

@@ -57,7 +57,7 @@ def favoured_table(summary: dict) -> pd.DataFrame:
     for f in summary.get("favoured", []):
         row = {"source": f["source"], "judge": f["judge"], "assistant": f["assistant"], "range": f["score_range"],
                "favoured score": f["favoured"], "n": f["n"]}
-        for name in ("main", "assistant", "reference", "assistant_excess"):
+        for name in ("main_share", "assistant_share", "reference_share", "assistant_excess"):
             row[name.replace("_", " ")] = _ci(f[name], f[f"{name}_ci_low"], f[f"{name}_ci_high"])
         rows.append(row)
     return pd.DataFrame(rows)
