@@ -7,8 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-STAGE_NAMES = ("bootstrap", "generate", "train", "respond", "judge", "audit", "robustness", "leakage_studies", "boat",
-               "pu", "prefix", "score_range", "real_judges", "leaderboard", "report")
+from flows.registry import NAMES as STAGE_NAMES  # the stages, declared once
 
 
 # Prefect's ephemeral server needs longer than its default to start on 2 cores, and
@@ -314,7 +313,8 @@ def _run(args: argparse.Namespace) -> int:
 
         make_prompts(params)
     from flows.server import exit_on_sigterm, prefect_api
-    from flows.stages import STAGES, full_audit, missing_upstream
+    from flows.common import missing_upstream
+    from flows.registry import load_flow
 
     if args.stage and (missing := missing_upstream(args.stage, args.root)):
         raise FileNotFoundError(missing)  # said before any server starts
@@ -324,7 +324,7 @@ def _run(args: argparse.Namespace) -> int:
 
     for path in remove_leftovers(args.root):
         print(f"judgeaudit: removed {path}, left by an interrupted write", file=sys.stderr)
-    flow = STAGES[args.stage] if args.stage else full_audit
+    flow = load_flow(args.stage)  # one stage loads only its own module
     with prefect_api():
         result = flow(params_path=args.params, root=args.root)
     print(f"judgeaudit: {args.stage or 'full audit'} done: {result}")

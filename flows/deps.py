@@ -1,13 +1,14 @@
 """The code each pipeline stage runs, computed from the source (ast), for checking
-dvc.yaml's ``deps``: ``judgeaudit run <stage>`` enters through flows/cli.py into the
-stage's flow in flows/stages.py, which calls tasks in tasks/units.py.
+dvc.yaml's ``deps`` and keying Prefect's task cache (tasks/cache.py): ``judgeaudit run
+<stage>`` enters through flows/cli.py, which loads the stage's own module
+flows/stage/<stage>.py (its tasks and its flow) by name.
 
-Those three hub modules serve every stage, so they are followed function by function
-(the names a function uses, the same module's functions it calls, ``units.<task>``);
-a library module a hub function uses counts whole, with every project module it imports
-anywhere in its file (function-local imports included) and its packages' ``__init__``.
-The hub files themselves are deps of every stage: an edit to any flow reruns them all,
-which is right for the shared helpers and conservative for the rest."""
+The CLI serves every stage, so it is followed function by function from its entry (the
+names a function uses, the same module's functions it calls); the stage's module counts
+whole, and so does every project module it imports, with every project module those
+import anywhere in their files (function-local imports included) and their packages'
+``__init__``. No stage module imports another, so an edit to one stage's flow reruns
+that stage only."""
 
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("judgeaudit", "flows", "tasks")
-HUBS = ("flows.cli", "flows.stages", "tasks.units")
+HUBS = ("flows.cli",)
 ENTRY = ("flows.cli", "_run")
 # hub functions that run other stages (the whole-DAG flows), not part of any one stage
-DISPATCH = {("flows.stages", "full_audit"), ("flows.stages", "full_audit_gpu_pool")}
+DISPATCH: set[tuple[str, str]] = set()
 
 
 def module_file(module: str) -> Path | None:
@@ -136,9 +137,10 @@ def hub_closure(module: str, function: str) -> set[str]:
     return library
 
 
-def stage_files(flow_function: str) -> set[Path]:
-    """Every project file the stage whose flow is ``flows.stages.<flow_function>`` runs."""
-    mods = library_closure(hub_closure("flows.stages", flow_function) | hub_closure(*ENTRY))
+def stage_files(name: str) -> set[Path]:
+    """Every project file stage ``name`` runs: the CLI's entry, the stage's module and
+    their import closure."""
+    mods = library_closure(hub_closure(*ENTRY) | {f"flows.stage.{name}"})
     mods |= {m for hub in HUBS for m in _with_packages(hub)}
     return {module_file(m) for m in mods}
 
@@ -155,9 +157,9 @@ def _package_data(module_path: Path) -> set[Path]:
             and d.name != "__pycache__" for p in d.rglob("*") if p.is_file() and p.suffix != ".pyc"}
 
 
-def stage_code(flow_function: str) -> set[Path]:
+def stage_code(name: str) -> set[Path]:
     """The stage's files with the data its packages ship."""
-    files = stage_files(flow_function)
+    files = stage_files(name)
     return files | {p for f in files if f.name == "__init__.py" for p in _package_data(f)}
 
 
@@ -213,15 +215,15 @@ def stage_deps(dvc_yaml: Path = ROOT / "dvc.yaml") -> tuple[dict[str, list[str]]
     """Per stage of dvc.yaml: the code deps it needs (computed), and the needed files its deps miss."""
     import yaml
 
-    from flows.stages import STAGES
+    from flows.registry import NAMES
 
     stages = yaml.safe_load(dvc_yaml.read_text())["stages"]
-    unknown = sorted(set(stages) - set(STAGES))
+    unknown = sorted(set(stages) - set(NAMES))
     if unknown:
-        raise ValueError(f"{dvc_yaml}: stage(s) {unknown} have no flow in flows/stages.py STAGES")
+        raise ValueError(f"{dvc_yaml}: stage(s) {unknown} are not declared in flows/registry.py")
     need, missing = {}, {}
     for name, stage in stages.items():
-        files = stage_code(STAGES[name].fn.__name__)
+        files = stage_code(name)
         need[name] = code_deps(files)
         missing[name] = sorted(str(f.relative_to(ROOT)) for f in files if not covered(f, stage.get("deps", [])))
     return need, missing

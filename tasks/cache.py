@@ -1,10 +1,12 @@
-"""Task cache keys: the task's code, the params sections it reads, and the content of
-its inputs (tables, files, directories). A task that writes an artifact is not
-served from cache when that artifact is missing on disk."""
+"""Task cache keys: the code of the task's stage (the same import closure DVC's deps are
+computed from, so the two caches cannot disagree on what a code change touches), the
+params sections it reads, and the content of its inputs (tables, files, directories).
+A task that writes an artifact is not served from cache when that artifact is missing."""
 
 from __future__ import annotations
 
 import functools
+from datetime import timedelta
 import hashlib
 import inspect
 import json
@@ -15,8 +17,12 @@ from typing import Any
 import pandas as pd
 from prefect.cache_policies import CacheKeyFnPolicy
 
-import judgeaudit
+from flows.deps import ROOT, library_closure, module_file
 from judgeaudit.config import Params
+
+# the params sections every model-loading task reads, and how such tasks retry and persist
+MODELS = ("seed", "corpus", "embedded", "models", "model_defaults")
+LOAD = dict(retries=2, retry_delay_seconds=5, persist_result=True, cache_expiration=timedelta(days=30))
 
 
 def path_digest(path: Path) -> str:
@@ -30,14 +36,22 @@ def path_digest(path: Path) -> str:
 
 
 @functools.cache
-def library_digest() -> str:
-    """Hash of the library's source: a code change invalidates cached results."""
-    root = Path(judgeaudit.__file__).parent
+def code_digest(module: str) -> str:
+    """Hash of ``module`` and every project module it imports (transitively): an edit to
+    any of them invalidates the cached results of the tasks it defines, and only those."""
     h = hashlib.sha256()
-    for f in sorted(root.rglob("*.py")):
-        h.update(str(f.relative_to(root)).encode())
-        h.update(f.read_bytes())
+    for name in sorted(library_closure({module})):
+        path = module_file(name)
+        h.update(name.encode())
+        h.update(path.read_bytes())
     return h.hexdigest()
+
+
+def _module_of(fn: Any) -> str:
+    """The dotted project module a function is defined in, from its file (a flow file run
+    as a deployment entrypoint is loaded under another module name)."""
+    rel = Path(inspect.getfile(fn)).resolve().relative_to(ROOT).with_suffix("")
+    return ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
 
 
 def written(path: Path, artifacts: str | None = None) -> bool:
@@ -70,7 +84,7 @@ def artifact_cache(sections: Sequence[str] = (), output: str | None = None,
     def key(ctx, inputs: dict[str, Any]) -> str | None:
         if output is not None and not written(Path(inputs[output]), artifacts):
             return None
-        h = hashlib.sha256(inspect.getsource(ctx.task.fn).encode() + library_digest().encode())
+        h = hashlib.sha256(inspect.getsource(ctx.task.fn).encode() + code_digest(_module_of(ctx.task.fn)).encode())
         for name in sorted(set(inputs) - {output}):
             h.update(name.encode())
             h.update(_digest(inputs[name], sections).encode())

@@ -21,7 +21,7 @@ def test_dvc_yaml_deps_cover_each_stage_import_closure():
 
 
 def test_closure_follows_the_stage_not_the_whole_library():
-    rel = {name: {str(p.relative_to(ROOT)) for p in stage_files(f"{name}_flow")}
+    rel = {name: {str(p.relative_to(ROOT)) for p in stage_files(name)}
            for name in ("robustness", "bootstrap", "leaderboard", "pu")}
     # the issue's example: robustness runs the length-controlled GLM, bootstrap does not
     assert "judgeaudit/audits/length_control.py" in rel["robustness"]
@@ -29,8 +29,12 @@ def test_closure_follows_the_stage_not_the_whole_library():
     assert {"judgeaudit/audits/self_preference.py", "judgeaudit/sources/alpacaeval_boards.py"} <= rel["leaderboard"]
     assert {"judgeaudit/judging/pairwise.py", "judgeaudit/pipeline/judge.py",
             "judgeaudit/models/encoder.py"} <= rel["pu"]
-    for files in rel.values():  # the hubs every stage enters through
-        assert {"flows/cli.py", "flows/stages.py", "judgeaudit/config.py", "judgeaudit/tables.py"} <= files
+    for name, files in rel.items():  # the entry every stage shares, and its own module only
+        assert {"flows/cli.py", "flows/common.py", f"flows/stage/{name}.py", "judgeaudit/config.py",
+                "judgeaudit/tables.py"} <= files
+        assert "flows/stages.py" not in files
+        assert {f for f in files if f.startswith("flows/stage/")} == {"flows/stage/__init__.py",
+                                                                       f"flows/stage/{name}.py"}
 
 
 def test_an_uncovered_file_is_caught_and_rewrite_restores_coverage(tmp_path):
@@ -54,9 +58,12 @@ def test_code_deps_collapse_only_whole_folders():
 
 def test_every_data_dep_is_an_earlier_stage_output_and_the_stage_lists_agree():
     from flows.cli import STAGE_NAMES
+    from flows.registry import NAMES
     from flows.stages import STAGES
 
-    assert tuple(STAGES_YAML) == STAGE_NAMES == tuple(STAGES)
+    assert tuple(STAGES_YAML) == STAGE_NAMES == NAMES == tuple(STAGES)
+    for name, stage in STAGES_YAML.items():
+        assert stage["cmd"] == f"judgeaudit run {name}", f"dvc.yaml stage {name} runs {stage['cmd']!r}"
     written: list[str] = []
     for name, stage in STAGES_YAML.items():
         for dep in stage.get("deps", []):
@@ -64,3 +71,26 @@ def test_every_data_dep_is_an_earlier_stage_output_and_the_stage_lists_agree():
                 assert any(dep == out or Path(out) in Path(dep).parents for out in written), \
                     f"stage {name} reads {dep}, which no earlier stage writes"
         written += stage.get("outs", [])
+
+
+def test_the_declared_reads_and_writes_match_dvc_yaml_and_the_stage_order():
+    """A table a stage declares it reads is a DVC dep of it and written (a DVC out) by an
+    earlier declared stage; what a stage declares it writes is among its outs."""
+    from flows.common import table_path
+    from flows.registry import STAGES, WRITTEN_BY
+    from judgeaudit.pipeline.layout import Layout
+
+    layout = Layout(Path("data"))
+    done: set[str] = set()
+    for stage in STAGES:
+        spec = STAGES_YAML[stage.name]
+        for table in stage.reads:
+            path = table_path(table, layout)
+            assert covered(ROOT / path, spec["deps"]), f"{stage.name} reads {path}, not among its dvc.yaml deps"
+            assert WRITTEN_BY[table] in done, f"{stage.name} reads {table}, written by a later stage"
+        for table in stage.writes:
+            path = table_path(table, layout) if table in ("prompts", "synthetic", "student_index", "responses",
+                                                         "judgments", "win_rates", "pls") else None
+            if path is not None:
+                assert covered(ROOT / path, spec["outs"]), f"{stage.name} writes {path}, not among its outs"
+        done.add(stage.name)

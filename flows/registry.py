@@ -1,0 +1,66 @@
+"""The pipeline's stages, each declared once: its name (the DVC stage, the CLI choice and
+the module ``flows/stage/<name>.py`` whose ``<name>_flow`` runs it), the tables it reads
+and writes for later stages, and whether it wants an accelerator. dvc.yaml, the CLI, the
+GPU-pool flow and the upstream checks come from here or are tested against it.
+
+Imports nothing heavy: the CLI reads it before any flow (or Prefect) is loaded."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    reads: tuple[str, ...] = ()   # tables of earlier stages, validated before use
+    writes: tuple[str, ...] = ()  # tables later stages read
+    gpu: bool = False             # sent to the GPU work pool by full_audit_gpu_pool
+
+    @property
+    def module(self) -> str:
+        return f"flows.stage.{self.name}"
+
+    @property
+    def flow_name(self) -> str:
+        return f"{self.name}_flow"
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("bootstrap", writes=("prompts",)),
+    Stage("generate", reads=("prompts",), writes=("synthetic",)),
+    Stage("train", reads=("synthetic",), writes=("student_index",), gpu=True),
+    Stage("respond", reads=("prompts", "synthetic", "student_index"), writes=("responses",), gpu=True),
+    Stage("judge", reads=("responses",), writes=("judgments",), gpu=True),
+    Stage("audit", reads=("judgments", "prompts"), writes=("win_rates", "pls")),
+    Stage("robustness", reads=("responses", "judgments")),
+    Stage("leakage_studies", reads=("prompts", "synthetic"), gpu=True),
+    Stage("boat"),
+    Stage("pu"),
+    Stage("prefix"),
+    Stage("score_range", writes=("score_correlations",), gpu=True),
+    Stage("real_judges", writes=("judge_quality",)),
+    Stage("leaderboard"),
+    Stage("report", reads=("win_rates", "pls", "responses")),
+)
+NAMES: tuple[str, ...] = tuple(s.name for s in STAGES)
+GPU_STAGES: tuple[str, ...] = tuple(s.name for s in STAGES if s.gpu)
+WRITTEN_BY: dict[str, str] = {table: s.name for s in STAGES for table in s.writes}
+
+
+def stage(name: str) -> Stage:
+    for s in STAGES:
+        if s.name == name:
+            return s
+    raise KeyError(f"no stage {name!r}; the stages are {', '.join(NAMES)}")
+
+
+def load_flow(name: str | None) -> Any:
+    """The Prefect flow of stage ``name`` (the whole audit for None), imported on demand
+    so that running one stage loads only its own code."""
+    if name is None:
+        return importlib.import_module("flows.stages").full_audit
+    s = stage(name)
+    return getattr(importlib.import_module(s.module), s.flow_name)

@@ -1,0 +1,53 @@
+"""Stage ``bootstrap``: the prompt table, the tokenizer and the embedded models."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from prefect import flow, task
+
+from tasks.io import validate, write
+from judgeaudit.config import Params, load_params
+from judgeaudit.pipeline import bootstrap
+from judgeaudit.pipeline.layout import Layout
+from judgeaudit.tables import write_json
+from tasks.cache import LOAD, MODELS, artifact_cache
+
+
+@task(cache_policy=artifact_cache(("seed", "corpus")), persist_result=True)
+def make_prompts(params: Params) -> pd.DataFrame:
+    return bootstrap.make_prompts(params)
+
+
+@task(cache_policy=artifact_cache(MODELS, output="out"), **LOAD)
+def build_tokenizer(params: Params, out: Path) -> str:
+    return str(bootstrap.build_tokenizer(params, Layout(out.parent.parent)))
+
+
+@task(cache_policy=artifact_cache(MODELS, output="out"), task_run_name="build-{name}", **LOAD)
+def build_model(params: Params, name: str, out: Path, depends_on: Path) -> dict:
+    """``depends_on``: the tokenizer, or the parent model, whose content keys the cache."""
+    return bootstrap.build_model(params, name, Layout(out.parent.parent))
+
+
+@flow(name="bootstrap")
+def bootstrap_flow(params_path: str = "params.yaml", root: str = "data") -> list[dict]:
+    """Prompt table, tokenizer and the embedded models (real checkpoints are left as they are)."""
+    params, layout = load_params(params_path), Layout(Path(root))
+    prompts = validate(make_prompts(params), "prompts", "bootstrap", layout.quarantine)
+    built = [n for n, m in params.models.items() if m.build is not None]
+    summaries = []
+    if built:
+        tok = Path(build_tokenizer(params, layout.tokenizer))
+        pending = list(built)
+        while pending:  # parents before the models inherited from them
+            ready = [n for n in pending if params.models[n].build.init_from not in pending]
+            for name in ready:
+                parent = params.models[name].build.init_from
+                summaries.append(build_model(
+                    params, name, layout.models / name, layout.models / parent if parent else tok))
+            pending = [n for n in pending if n not in ready]
+    write(prompts, layout.prompts)
+    write_json(summaries, layout.models / "_summary.json")
+    return summaries

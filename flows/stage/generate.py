@@ -1,0 +1,31 @@
+"""Stage ``generate``: each generator answers the training prompts (the synthetic data)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from prefect import flow, task
+
+from flows.common import publish, read
+from judgeaudit.config import Params, load_params
+from judgeaudit.pipeline import generate
+from judgeaudit.pipeline.layout import Layout
+from tasks.cache import LOAD, MODELS, artifact_cache
+
+
+@task(cache_policy=artifact_cache((*MODELS, "generate")), task_run_name="generate-{generator}", **LOAD)
+def generate_answers(params: Params, generator: str, prompts: pd.DataFrame, model_dir: Path,
+                     root: str) -> pd.DataFrame:
+    """``model_dir``: the generator's weights, whose content keys the cache."""
+    return generate.generate_answers(params, generator, prompts, Layout(Path(root)))
+
+
+@flow(name="generate")
+def generate_flow(params_path: str = "params.yaml", root: str = "data") -> int:
+    """Each generator answers the training prompts."""
+    params, layout = load_params(params_path), Layout(Path(root))
+    prompts = read(layout.prompts, "prompts", layout)
+    frames = [generate_answers(params, g, prompts, Path(params.spec_for(g, layout.models).path), str(layout.root))
+              for g in params.leakage.generators]
+    return len(publish(frames, "synthetic", "generate", layout.synthetic, layout))

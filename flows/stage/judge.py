@@ -1,0 +1,52 @@
+"""Stage ``judge``: every judge compares every pair of students, in both orders,
+in-process or sharded over a Dask cluster (params.yaml ``scale``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from prefect import flow, task
+
+from flows.common import publish, read
+from flows.runners import task_runner
+from judgeaudit.config import Params, load_params
+from judgeaudit.pipeline import judge
+from judgeaudit.pipeline.audit import unique_roster
+from judgeaudit.pipeline.judge import comparisons
+from judgeaudit.pipeline.layout import Layout
+from tasks.cache import LOAD, MODELS, artifact_cache
+
+# one row order for the judgments table, however the judging was sharded
+JUDGMENT_ORDER = ["judge", "method", "student_base", "generator_a", "generator_b", "prompt_id", "order"]
+
+
+@task(cache_policy=artifact_cache((*MODELS, "judge")), task_run_name="judge-{judge_entry[judge]}", **LOAD)
+def judge_pairs(params: Params, judge_entry: dict, pairs: pd.DataFrame, judge_dir: Path,
+                root: str) -> pd.DataFrame:
+    """``judge_dir``: the judge's weights, whose content keys the cache."""
+    return judge.judge_pairs(params, judge_entry, pairs, Layout(Path(root)))
+
+
+@flow(name="judge-shards")
+def judge_shards(params_path: str, root: str, pairs: pd.DataFrame) -> list[pd.DataFrame]:
+    """Every judge on every shard of ``pairs``, submitted to the flow's task runner."""
+    params, layout = load_params(params_path), Layout(Path(root))
+    shards = np.array_split(np.arange(len(pairs)), min(params.scale.shards_per_judge, len(pairs)))
+    futures = [judge_pairs.submit(params, j, pairs.iloc[idx].reset_index(drop=True),
+                                  Path(params.spec_for(j["judge"], layout.models).path), root)
+               for j in unique_roster(params) for idx in shards]
+    return [f.result() for f in futures]
+
+
+@flow(name="judge")
+def judge_flow(params_path: str = "params.yaml", root: str = "data") -> int:
+    """Every judge, every pair of students, both presentation orders; in-process, or
+    sharded over a Dask cluster when params.yaml's ``scale`` says so."""
+    params, layout = load_params(params_path), Layout(Path(root))
+    responses = read(layout.responses, "responses", layout)
+    pairs = comparisons(responses, params.leakage.generators)
+    frames = judge_shards.with_options(task_runner=task_runner(params.scale))(params_path, str(layout.root), pairs)
+    judgments = pd.concat(frames, ignore_index=True).sort_values(JUDGMENT_ORDER, kind="stable", ignore_index=True)
+    return len(publish(judgments, "judgments", "judge", layout.judgments, layout))

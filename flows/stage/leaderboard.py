@@ -1,0 +1,32 @@
+"""Stage ``leaderboard``: a real leaderboard's win rates from its judge's annotations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import flow, get_run_logger, task
+
+from flows.common import unconfigured
+from judgeaudit.config import Params, load_params
+from judgeaudit.pipeline.layout import Layout
+from judgeaudit.pipeline.leaderboard import leaderboard_stage
+
+
+@task(retries=1, retry_delay_seconds=5)
+def leaderboard(params: Params, out: Path) -> dict:
+    """Not cached by Prefect: its input is a folder outside the project (DVC decides reruns)."""
+    return leaderboard_stage(params, out)
+
+
+@flow(name="leaderboard")
+def leaderboard_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
+    """A real leaderboard's win rates from its judge's annotations: raw, length- and
+    style-controlled, Bradley-Terry CIs, separability, gamed entries."""
+    params, layout = load_params(params_path), Layout(Path(root))
+    out = layout.root / "leaderboard"
+    if unconfigured(params.leaderboard, out):
+        return {}
+    summary = leaderboard(params, out)
+    for note in summary.get("notes", []):
+        get_run_logger().warning(note)
+    return {"flagged": summary.get("flagged", []), "separability_bt": summary.get("separability_bt")}

@@ -1,0 +1,61 @@
+"""Stage ``report``: the HTML + JSON report over every stage's outputs, and Prefect artifacts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+from prefect import flow
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+
+from flows.common import read
+from judgeaudit.pipeline.layout import Layout
+from judgeaudit.report.leakage_report import summary_table, write_report
+
+
+@flow(name="report")
+def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
+    """HTML + JSON report, and the same as Prefect artifacts."""
+    layout = Layout(Path(root))
+    wr = read(layout.metrics / "win_rates.parquet", "win_rates", layout)
+    pls = read(layout.metrics / "pls.parquet", "pls", layout)
+    summary = json.loads((layout.metrics / "summary.json").read_text())
+    responses = read(layout.responses, "responses", layout)
+    boat_file = layout.boat / "summary.json"
+    boat = json.loads(boat_file.read_text()) if boat_file.exists() else None
+    pu_file = layout.pu / "summary.json"
+    pu = {**json.loads(pu_file.read_text()), "dir": str(layout.pu)} if pu_file.exists() else None
+    matrices_file = layout.prefix / "matrices.parquet"
+    prefix = ({"summary": json.loads((layout.prefix / "summary.json").read_text()),
+               "matrices": pd.read_parquet(matrices_file)} if matrices_file.exists() else None)
+    studies_file = layout.root / "leakage_studies" / "summary.json"
+    studies = json.loads(studies_file.read_text()) if studies_file.exists() else None
+    robust_file = layout.root / "robustness" / "summary.json"
+    robust = json.loads(robust_file.read_text()) if robust_file.exists() else None
+    corr_file = layout.score_range / "correlations.parquet"
+    score_range = ({"summary": json.loads((layout.score_range / "summary.json").read_text()),
+                    "correlations": read(corr_file, "score_correlations", layout),
+                    "dir": str(layout.score_range)} if corr_file.exists() else None)
+    judges_dir = layout.root / "real_judges"
+    info = json.loads((judges_dir / "summary.json").read_text()) if (judges_dir / "summary.json").exists() else {}
+    judges = None
+    if info:  # configured: its leaderboard, or the notes saying why there is none
+        rows = info["rows"] > 0
+        judges = {"card": read(judges_dir / "judge_quality.parquet", "judge_quality", layout) if rows
+                  else pd.DataFrame(), "reproduction": pd.read_parquet(judges_dir / "reproduction.parquet"),
+                  "pu": pd.read_parquet(judges_dir / "pu_consistency.parquet"),
+                  "headline": pd.DataFrame(info["headline"]), "notes": info["notes"]}
+    lb_dir = layout.root / "leaderboard"
+    lb_info = json.loads((lb_dir / "summary.json").read_text()) if (lb_dir / "summary.json").exists() else {}
+    leaderboard = ({"summary": lb_info, "dir": lb_dir, "board": pd.read_parquet(lb_dir / "win_rates.parquet")
+                    if (lb_dir / "win_rates.parquet").exists() else None} if lb_info else None)
+    paths = write_report(wr, pls, summary, responses, layout.report, boat=boat, pu=pu, prefix=prefix,
+                         robustness=robust, score_range=score_range, judges=judges, leaderboard=leaderboard,
+                         studies=studies)
+    table = summary_table(pls)
+    create_markdown_artifact(key="preference-leakage",
+                             markdown="# Preference leakage (PLS, 95% CI, n prompts)\n\n"
+                             + table.to_markdown(index=False) + f"\n\nReport: {paths['html'].resolve()}")
+    create_table_artifact(key="pls-pairs", table=pls[pls.scope == "pair"].round(4).to_dict("records"))
+    return str(paths["html"])

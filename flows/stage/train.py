@@ -1,0 +1,46 @@
+"""Stage ``train``: students, each base x each generator's data x each method (SFT, DPO, ICL)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+from prefect import flow, task
+
+from flows.common import read
+from tasks.io import write
+from judgeaudit.config import Params, load_params
+from judgeaudit.pipeline import students
+from judgeaudit.pipeline.layout import Layout
+from judgeaudit.pipeline.students import student_id
+from tasks.cache import LOAD, MODELS, artifact_cache
+
+
+@task(cache_policy=artifact_cache((*MODELS, "train"), output="out"), task_run_name="train-{out.name}", **LOAD)
+def train_student(params: Params, base: str, generator: str, method: str, synthetic: pd.DataFrame,
+                  base_dir: Path, out: Path) -> dict:
+    """``base_dir``: the student base's weights, whose content keys the cache."""
+    return students.train_student(params, base, generator, method, synthetic, Layout(out.parent.parent))
+
+
+@flow(name="train")
+def train_flow(params_path: str = "params.yaml", root: str = "data") -> int:
+    """Students: each base x each generator's data x each method (SFT, DPO, ICL)."""
+    params, layout = load_params(params_path), Layout(Path(root))
+    synthetic = read(layout.synthetic, "synthetic", layout)
+    layout.students.mkdir(parents=True, exist_ok=True)
+    layout.student_index.unlink(missing_ok=True)  # no index until every student is done
+    rows = []
+    for base in params.leakage.students:
+        base_dir = Path(params.spec_for(base, layout.models).path)
+        for gen in params.leakage.generators:
+            for method in params.leakage.methods:
+                out = layout.students / student_id(base, gen, method)
+                rows.append(train_student(params, base, gen, method, synthetic, base_dir, out))
+    keep = {Path(layout.from_stored(r["path"])).name for r in rows} | {layout.student_index.name}
+    for stale in layout.students.iterdir():  # students of an earlier config
+        if stale.name not in keep and stale.is_dir():
+            shutil.rmtree(stale)
+    write(pd.DataFrame(rows), layout.student_index)
+    return len(rows)
