@@ -415,6 +415,34 @@ class LeaderboardSection(_Strict):
     self_preference: SelfPreferenceSection | None = None
 
 
+COT_TEMPLATE = ("Question: {question}\n[Answer A]\n{answer_a}\n[Answer B]\n{answer_b}\n"
+                "Which answer is better? Let's think step by step.")
+PARAPHRASE_TEMPLATE = ("Paraphrase the following answer in plain words of your own, keeping every fact and "
+                       "its conclusion:\n\n{response}")
+
+
+class Mitigation(_Strict):
+    """Preference-leakage mitigations, each measured by PLS and Error Bias on the same
+    held-out prompts: chain of thought, paraphrased responses, automatic calibration
+    (from the judges' verdicts on the other prompts) and contextual calibration (a
+    content-free input)."""
+
+    cot_template: str = COT_TEMPLATE  # the judge reasons on this first (greedy), then decides
+    cot_tokens: int = Field(ge=1, default=32)
+    paraphrase_template: str = PARAPHRASE_TEMPLATE  # for attacks.rewriter; without one, rule-based
+    content_free: str = "N/A"
+
+    @field_validator("cot_template")
+    @classmethod
+    def _cot(cls, value: str) -> str:
+        return check_template(value, {"question", "answer_a", "answer_b"}, "mitigation.cot_template")
+
+    @field_validator("paraphrase_template")
+    @classmethod
+    def _paraphrase(cls, value: str) -> str:
+        return check_template(value, {"response"}, "mitigation.paraphrase_template")
+
+
 class Attacks(_Strict):
     rewriter: str | None = None  # a model name: rewrite with the templates; None: rule-based attacks
     max_new_tokens: int = Field(ge=1, default=256)
@@ -458,6 +486,7 @@ class Params(_Strict):
     real_judges: RealJudges | None = None
     leaderboard: LeaderboardSection | None = None
     recognition: Recognition | None = Recognition()
+    mitigation: Mitigation | None = Mitigation()
     leakage_studies: LeakageStudies | None = None
 
     @model_validator(mode="after")
@@ -601,15 +630,3 @@ def load_params(path: str | Path = "params.yaml") -> Params:
             got = f" (got {e['input']!r})" if e["type"] in ("literal_error", "enum") else ""
             lines.append(f"{path}{f':{line}' if line else ''}: {_where(e)}: {e['msg']}{got}")
         raise ConfigError("invalid params:\n  " + "\n  ".join(lines)) from None
-
-
-def build_rewriter(params: Params, models_root: Path):
-    """The configured model rewriter, or None for the rule-based attacks."""
-    if params.attacks.rewriter is None:
-        return None
-    from judgeaudit.attacks.rewriter import ModelRewriter
-    from judgeaudit.models import load_model
-
-    name = params.attacks.rewriter
-    return ModelRewriter(load_model(params.spec_for(name, models_root), name=name),
-                         params.attacks.templates, params.attacks.max_new_tokens)

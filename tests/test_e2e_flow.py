@@ -87,7 +87,11 @@ def test_full_audit_flow(prefect_server, tiny_params_file, tmp_path):
     robust = report["robustness"]
     assert {r["condition"] for r in robust["ablation"]} == {"original", "no-style", "no-format", "no-wording"}
     assert {r["attack"] for r in robust["attack_flips"]} == set(ATTACKS)
-    assert {r["condition"] for r in robust["calibration"]} == {"before", "after"}
+    mitigation = pd.DataFrame(robust["mitigation"])
+    assert set(mitigation.condition) == {"plain", "chain-of-thought", "paraphrase", "automatic-calibration",
+                                         "contextual-calibration"}
+    assert set(mitigation.metric) == {"pls", "error_bias"} and (mitigation.n > 0).all()
+    assert (first / "report/robustness_mitigation.png").stat().st_size > 1000
     judges = [r for r in robust["recognition"]["judges"] if r["tier"] != "all"]
     assert len(judges) == 6 and all(0.4 < r["mean_p_related"] < 0.6 for r in judges)
     clf = next(r for r in robust["recognition"]["classifier"] if r["scope"] == "all")

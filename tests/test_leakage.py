@@ -90,11 +90,9 @@ def test_win_rates_both_directions_with_ci():
     assert fwd.n == 40
 
 
-def test_contextual_calibration_removes_a_judge_private_preference():
-    from judgeaudit.config import load_params
-    from judgeaudit.pipeline.robustness import calibrated_pls
+def test_automatic_calibration_removes_a_judge_private_preference():
+    from judgeaudit.pipeline.robustness import auto_calibrated
 
-    params = load_params()
     rng = np.random.default_rng(0)
     rows = []
     for k in range(40):
@@ -105,9 +103,14 @@ def test_contextual_calibration_removes_a_judge_private_preference():
                 rows.append(dict(judge=judge, method="sft", student_base="s", generator_a="gi",
                                  generator_b="gj", prompt_id=f"e{k:02d}", order=order,
                                  verdict="A" if m > 0 else "B", p_a=1 / (1 + np.exp(-m))))
-    table = calibrated_pls(params, pd.DataFrame(rows), roster=ROSTER).set_index("condition")
-    assert table.loc["before", "estimate"] > 0.5
-    assert abs(table.loc["after", "estimate"]) < 0.2
+    frame = pd.DataFrame(rows)
+    calib = {f"e{k:02d}" for k in range(0, 40, 2)}
+    kw = dict(n_boot=200, confidence=0.95, seed=0)
+    before = leakage_scores(pair_scores(frame[~frame.prompt_id.isin(calib)]), ROSTER, **kw)
+    after = leakage_scores(pair_scores(auto_calibrated(frame, calib, 1e-6)), ROSTER, **kw)
+    assert before[before.scope == "tier"].estimate.iloc[0] > 0.5
+    assert abs(after[after.scope == "tier"].estimate.iloc[0]) < 0.2
+    assert after[after.scope == "tier"].n.iloc[0] == 20  # the held-out half only
 
 
 def test_leakage_by_task_type_finds_leakage_only_where_it_is_planted():

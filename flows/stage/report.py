@@ -32,7 +32,8 @@ def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
     studies_file = layout.root / "leakage_studies" / "summary.json"
     studies = json.loads(studies_file.read_text()) if studies_file.exists() else None
     robust_file = layout.root / "robustness" / "summary.json"
-    robust = json.loads(robust_file.read_text()) if robust_file.exists() else None
+    robust = ({**json.loads(robust_file.read_text()), "dir": str(robust_file.parent)} if robust_file.exists()
+              else None)
     corr_file = layout.score_range / "correlations.parquet"
     score_range = ({"summary": json.loads((layout.score_range / "summary.json").read_text()),
                     "correlations": read(corr_file, "score_correlations", layout),

@@ -5,13 +5,22 @@ attacks it has no template for, the rule-based attacks apply."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from judgeaudit.attacks.presentation import ATTACKS
+from judgeaudit.attacks.transforms import paraphrase
 from judgeaudit.models.base import LanguageModel
+
+if TYPE_CHECKING:
+    from judgeaudit.config import Params
+
+# what an empty model rewrite falls back to, per rewrite
+RULES = {**ATTACKS, "paraphrase": paraphrase}
 
 
 class ModelRewriter:
-    """Rewrites texts in batches; an empty rewrite falls back to the rule-based attack."""
+    """Rewrites texts in batches; an empty rewrite falls back to the rule-based one."""
 
     def __init__(self, model: LanguageModel, templates: dict[str, str], max_new_tokens: int = 256) -> None:
         self.model, self.templates, self.max_new_tokens = model, templates, max_new_tokens
@@ -19,7 +28,7 @@ class ModelRewriter:
     def rewrite(self, name: str, texts: Sequence[str]) -> list[str]:
         prompts = [self.model.format_prompt(self.templates[name].format(response=t)) for t in texts]
         outs = self.model.generate(prompts, max_new_tokens=self.max_new_tokens)
-        return [o if o.strip() else ATTACKS[name](t) for o, t in zip(outs, texts)]
+        return [o if o.strip() else RULES[name](t) for o, t in zip(outs, texts)]
 
 
 def attack_texts(name: str, texts: Sequence[str], rewriter: ModelRewriter | None = None) -> list[str]:
@@ -27,3 +36,14 @@ def attack_texts(name: str, texts: Sequence[str], rewriter: ModelRewriter | None
     if rewriter is not None and name in rewriter.templates:
         return rewriter.rewrite(name, texts)
     return [ATTACKS[name](t) for t in texts]
+
+
+def build_rewriter(params: Params, models_root: Path) -> ModelRewriter | None:
+    """The configured model rewriter, or None for the rule-based attacks."""
+    if params.attacks.rewriter is None:
+        return None
+    from judgeaudit.models import load_model
+
+    name = params.attacks.rewriter
+    return ModelRewriter(load_model(params.spec_for(name, models_root), name=name),
+                         params.attacks.templates, params.attacks.max_new_tokens)

@@ -52,3 +52,9 @@ def swap_synonyms(text: str) -> str:
 
 
 ABLATIONS = {"style": remove_style, "format": strip_format, "wording": swap_synonyms}
+
+
+def paraphrase(text: str) -> str:
+    """The rule-based paraphrase: style and format removed and the wording swapped, every
+    ablation at once (a configured rewriter model paraphrases instead)."""
+    return swap_synonyms(strip_format(remove_style(text)))

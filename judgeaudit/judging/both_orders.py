@@ -50,5 +50,10 @@ def verdicts_both_orders(model: LanguageModel, mode: str, settings, prompts: Seq
         margins = {"AB": np.log(p_ab) - np.log1p(-p_ab), "BA": np.log(p_ba) - np.log1p(-p_ba)}
     else:
         raise ValueError(f"unknown judge mode {mode!r} (likelihood, prompted or generative)")
-    return {o: dict(verdict=verdict_from_margin(m, settings.tie_margin),
-                    p_a=1.0 / (1.0 + np.exp(-np.clip(m, -50, 50)))) for o, m in margins.items()}
+    return orders_from_margins(margins, settings.tie_margin)
+
+
+def orders_from_margins(margins: dict[str, np.ndarray], tie_margin: float) -> dict[str, dict]:
+    """Verdict and ``p_a`` columns per order from each order's margin (log-odds that position A wins)."""
+    return {o: dict(verdict=verdict_from_margin(m, tie_margin), p_a=1.0 / (1.0 + np.exp(-np.clip(m, -50, 50))))
+            for o, m in margins.items()}

@@ -4,6 +4,7 @@ base and a method, on every eval prompt, in both presentation orders."""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -36,13 +37,14 @@ def comparisons(responses: pd.DataFrame, generators: list[str]) -> pd.DataFrame:
 
 
 def judge_pairs(params: Params, judge: dict, pairs: pd.DataFrame, layout: Layout,
-                progress: bool = True) -> pd.DataFrame:
-    """One judge's verdicts on ``pairs``, two rows per pair (orders AB and BA)."""
+                progress: bool = True, verdicts: Callable[..., dict] = verdicts_both_orders) -> pd.DataFrame:
+    """One judge's verdicts on ``pairs``, two rows per pair (orders AB and BA);
+    ``verdicts``: how the judge reaches them (``verdicts_both_orders``' signature)."""
     name = judge["judge"]
     mode = params.judge.modes.get(name, params.judge.mode)
     model = load_model(params.spec_for(name, layout.models), name=name, progress=progress)
-    orders = verdicts_both_orders(model, mode, params.judge, pairs["prompt"], pairs["response_a"],
-                                  pairs["response_b"], seed=params.seed)
+    orders = verdicts(model, mode, params.judge, pairs["prompt"], pairs["response_a"], pairs["response_b"],
+                      seed=params.seed)
     keep = ["method", "student_base", "prompt_id", "student_a", "student_b", "generator_a", "generator_b"]
     return pd.concat([pairs[keep].assign(judge=name, tier=judge["tier"],
                                          related_generator=judge["related_generator"] or "", mode=mode,

@@ -20,7 +20,8 @@ from judgeaudit.audits.stats import mean_ci
 from judgeaudit.audits.pu_audit import PUConfig, consistency_table, improvement_vectors, pca_2d, run_pu_audit
 from judgeaudit.audits.pu_audit import sensitivity as pu_sensitivity
 from judgeaudit.audits.pu_verdicts import one_verdict
-from judgeaudit.config import Params, build_rewriter
+from judgeaudit.attacks.rewriter import build_rewriter
+from judgeaudit.config import Params
 from judgeaudit.generation.corpus import degrade, make_items
 from judgeaudit.generation.styles import STYLES, render
 from judgeaudit.models.encoder import Encoder

@@ -5,6 +5,8 @@ presentation moves the judges.
   response, re-judge every pair, and recompute PLS (before vs after, per tier).
 - Presentation attacks: for each judge, attack the response it made lose (length,
   sentiment, distraction), re-judge, and count flips per judge and question category.
+- Mitigations: PLS and Error Bias under chain of thought, paraphrased responses,
+  automatic and contextual calibration, beside plain judging, on held-out prompts.
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ import pandas as pd
 from judgeaudit.attacks.presentation import ATTACKS
 from judgeaudit.attacks.transforms import ABLATIONS
 from judgeaudit.audits.leakage import CELL, leakage_scores, pair_scores
-from judgeaudit.attacks.rewriter import attack_texts
 from judgeaudit.audits.length_control import controlled_win_rates, gameability, with_differences
 from judgeaudit.audits.stats import mean_ci
-from judgeaudit.config import Params, build_rewriter
+from judgeaudit.attacks.rewriter import attack_texts, build_rewriter
+from judgeaudit.config import Params
 from judgeaudit.pipeline.audit import unique_roster
 from judgeaudit.pipeline.judge import attack_losers, binary_verdicts, comparisons, judge_pairs
 from judgeaudit.pipeline.layout import Layout
@@ -86,31 +88,78 @@ def _from_margin(judgments: pd.DataFrame, margin: np.ndarray, tie_margin: float)
     return judgments.assign(verdict=verdict, p_a=np.where(ab, p_first, 1 - p_first))
 
 
-def calibrated_pls(params: Params, judgments: pd.DataFrame, roster: list[dict] | None = None) -> pd.DataFrame:
-    """Contextual calibration against leakage: on a calibration half of the prompts,
-    estimate each judge's mean log-odds for each head-to-head and the judges' consensus;
-    on the other half, remove the judge's own offset and restore the consensus (so shared
-    quality differences stay, a judge's private preference goes). PLS per tier before
-    and after, on the held-out half."""
-    a = params.audit
-    kw = dict(n_boot=a.n_boot, confidence=a.confidence, seed=params.seed)
-    prompts = sorted(judgments["prompt_id"].unique())
-    calib = set(prompts[::2])
+def auto_calibrated(judgments: pd.DataFrame, calib: set[str], tie_margin: float) -> pd.DataFrame:
+    """Automatic calibration against leakage, learned from the judges' own verdicts: on the
+    calibration prompts ``calib``, each judge's mean log-odds for each head-to-head and the
+    judges' consensus; on the other prompts, the judge's own offset is removed and the
+    consensus restored (shared quality differences stay, a judge's private preference goes).
+    Returns the calibrated judgments of the other prompts."""
     cell = ["method", "student_base", "generator_a", "generator_b"]
     frame = judgments.assign(margin=_canonical_margin(judgments))
     in_calib = frame["prompt_id"].isin(calib)
     own = frame[in_calib].groupby(["judge", *cell])["margin"].mean().rename("own")
     consensus = own.groupby(level=cell).mean().rename("consensus")
     test = frame[~in_calib].join(own, on=["judge", *cell]).join(consensus, on=cell)
-    calibrated = _from_margin(test, (test["margin"] - test["own"] + test["consensus"]).to_numpy(),
-                              params.judge.tie_margin)
-    roster = roster if roster is not None else params.judge_roster()
+    return _from_margin(test, (test["margin"] - test["own"] + test["consensus"]).to_numpy(), tie_margin)
+
+
+def _paraphrased(params: Params, texts: pd.Series, layout: Layout) -> pd.Series:
+    """Every distinct text paraphrased once: by the configured rewriter model, else by rule."""
+    from judgeaudit.attacks.rewriter import ModelRewriter
+    from judgeaudit.attacks.transforms import paraphrase
+
+    distinct = sorted(set(texts))
+    rewriter = build_rewriter(params, layout.models)
+    if rewriter is None:
+        done = [paraphrase(t) for t in distinct]
+    else:
+        done = ModelRewriter(rewriter.model, {"paraphrase": params.mitigation.paraphrase_template},
+                             rewriter.max_new_tokens).rewrite("paraphrase", distinct)
+    return texts.map(dict(zip(distinct, done)))
+
+
+def mitigations(params: Params, responses: pd.DataFrame, judgments: pd.DataFrame,
+                layout: Layout) -> pd.DataFrame:
+    """The leakage mitigation table: PLS and Error Bias per tier under plain judging, chain
+    of thought, paraphrased responses, automatic and contextual calibration, all on the
+    same held-out half of the prompts (the other half is automatic calibration's). Error
+    Bias is measured against the unrelated judges' plain verdicts (or, with none, the
+    consensus of every judge's), the same reference for every condition."""
+    from judgeaudit.audits.error_bias import error_bias, reference_scores
+    from judgeaudit.audits.stats import BootstrapSettings
+    from judgeaudit.judging.mitigations import contextual_verdicts, cot_verdicts
+
+    a, m = params.audit, params.mitigation
+    boot = BootstrapSettings(a.n_boot, a.confidence, params.seed)
+    roster = params.judge_roster()
+    prompts = sorted(judgments["prompt_id"].unique())
+    calib = set(prompts[::2])
+    plain = judgments[~judgments["prompt_id"].isin(calib)]
+    pairs = comparisons(responses, params.leakage.generators)
+    pairs = pairs[~pairs["prompt_id"].isin(calib)].reset_index(drop=True)
+
+    def judged(on: pd.DataFrame, verdicts=None) -> pd.DataFrame:
+        extra = {} if verdicts is None else {"verdicts": verdicts}
+        return pd.concat([judge_pairs(params, j, on, layout, progress=False, **extra) for j in unique_roster(params)],
+                         ignore_index=True)
+
+    paraphrased = pairs.assign(response_a=_paraphrased(params, pairs["response_a"], layout),
+                               response_b=_paraphrased(params, pairs["response_b"], layout))
+    conditions = {"plain": plain,
+                  "chain-of-thought": judged(pairs, cot_verdicts(m.cot_template, m.cot_tokens)),
+                  "paraphrase": judged(paraphrased),
+                  "automatic-calibration": auto_calibrated(judgments, calib, params.judge.tie_margin),
+                  "contextual-calibration": judged(pairs, contextual_verdicts(m.content_free))}
+    plain_scores = pair_scores(plain)
+    reference = reference_scores(plain_scores, params.leakage.unrelated_judges
+                                 or sorted(plain_scores["judge"].unique()))
     rows = []
-    for condition, table in (("before", test), ("after", calibrated)):
-        pls = leakage_scores(pair_scores(table), roster, **kw)
-        rows.append(pls[pls.scope == "tier"].assign(condition=condition))
-    return pd.concat(rows, ignore_index=True)[["metric", "condition", "tier", "estimate", "ci_low",
-                                               "ci_high", "n"]]
+    for condition, table in conditions.items():
+        scores = pair_scores(table)
+        pls = leakage_scores(scores, roster, n_boot=a.n_boot, confidence=a.confidence, seed=params.seed)
+        rows += [pls[pls.scope == "tier"].assign(condition=condition),
+                 error_bias(scores, reference, roster, boot).assign(condition=condition)]
+    return pd.concat(rows, ignore_index=True)[["metric", "condition", "tier", "estimate", "ci_low", "ci_high", "n"]]
 
 
 def length_controlled(params: Params, responses: pd.DataFrame, judgments: pd.DataFrame,

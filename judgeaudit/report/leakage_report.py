@@ -96,7 +96,7 @@ def _prefix_section(prefix: dict | None, out_dir: Path) -> str:
             + f'{summary["main_base"]})</h3><img src="{heat.name}" alt="prefix bias heatmaps">')
 
 
-def _robustness_section(robust: dict | None) -> str:
+def _robustness_section(robust: dict | None, out_dir: Path) -> str:
     if not robust:
         return ""
     ablation = pd.DataFrame(robust["ablation"])
@@ -104,15 +104,26 @@ def _robustness_section(robust: dict | None) -> str:
                                 zip(ablation.estimate, ablation.ci_low, ablation.ci_high, ablation.n)]
     table = ablation.pivot(index="condition", columns="tier", values="PLS [CI] (n)").reset_index()
     flips = pd.DataFrame(robust["attack_flips"]).drop(columns=["category"])
-    calib = pd.DataFrame(robust.get("calibration", []))
-    calib_html = ""
-    if len(calib):
-        calib["PLS [CI] (n)"] = [f"{e:+.3f} [{lo:+.3f}, {hi:+.3f}] (n={n})" for e, lo, hi, n in
-                                 zip(calib.estimate, calib.ci_low, calib.ci_high, calib.n)]
-        calib_html = ("<h2>Contextual calibration</h2><p>PLS on held-out prompts before and after "
-                      "removing each judge's own offset (estimated on the other half of the prompts) "
-                      "and restoring the judges' consensus.</p>"
-                      + _fmt(calib.pivot(index="condition", columns="tier", values="PLS [CI] (n)").reset_index()))
+    mitig = pd.DataFrame(robust.get("mitigation", []))
+    mitig_html = ""
+    if len(mitig):
+        mitig["cell"] = [f"{e:+.3f} [{lo:+.3f}, {hi:+.3f}] (n={n})" for e, lo, hi, n in
+                         zip(mitig.estimate, mitig.ci_low, mitig.ci_high, mitig.n)]
+        wide = mitig.pivot(index="condition", columns=["metric", "tier"], values="cell")
+        wide = wide.reindex([c for c in MITIGATION_ORDER if c in wide.index])
+        wide.columns = [f"{'PLS' if m == 'pls' else 'Error Bias'}: {t}" for m, t in wide.columns]
+        img = (_copy_images(robust.get("plots", {}), Path(robust["dir"]), out_dir, "robustness_")
+               if robust.get("dir") else "")
+        mitig_html = ("<h2>Leakage mitigations</h2><p>Every judge on the same held-out half of the prompts (the "
+                      "other half calibrates): plain; chain of thought (the judge first writes its reasoning on the "
+                      "pair, then decides with it in context); paraphrase (every response rewritten, by the "
+                      "configured rewriter model or, without one, by rule: style, format and wording at once); "
+                      "automatic calibration (each judge's own offset per head-to-head, learned on the other "
+                      "half, replaced by the judges' consensus); contextual calibration (the judge's verdict on "
+                      "a content-free input divided out). PLS as in the audit; Error Bias = the related judge's "
+                      "score for its own student minus the unrelated judges' plain score on the same comparison "
+                      "(errors in its favour minus errors against it), n prompts.</p>"
+                      + _fmt(wide.reset_index()) + img)
     lc_html = ""
     if robust.get("controlled_win_rates"):
         lc = pd.DataFrame(robust["controlled_win_rates"])
@@ -157,7 +168,7 @@ def _robustness_section(robust: dict | None) -> str:
             "paragraph, or made to carry a prompt injection (an instruction to the judge, or a "
             "forged verdict for itself); per question category in "
             "data/robustness/attack_flips.parquet.</p>"
-            + _fmt(flips) + calib_html + lc_html + rec_html)
+            + _fmt(flips) + mitig_html + lc_html + rec_html)
 
 
 def _r2(value: float | None) -> str:
@@ -190,6 +201,32 @@ def plot_leakage_studies(studies: dict, path: Path) -> Path:
         ax.set_xlabel(label)
         ax.set_ylabel(f"PLS ({studies['tier']} tier, 95% CI)")
         ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+MITIGATION_ORDER = ["plain", "chain-of-thought", "paraphrase", "automatic-calibration", "contextual-calibration"]
+
+
+def plot_mitigations(table: pd.DataFrame, path: Path) -> Path:
+    """PLS and Error Bias per mitigation and tier, with CIs (0: no leakage)."""
+    metrics = [m for m in ("pls", "error_bias") if m in set(table.metric)]
+    tiers = sorted(set(table.tier))
+    conditions = [c for c in MITIGATION_ORDER if c in set(table.condition)]
+    fig, axes = plt.subplots(1, len(metrics), figsize=(5.5 * len(metrics), 3.6), squeeze=False)
+    for ax, metric in zip(axes[0], metrics):
+        for k, tier in enumerate(tiers):
+            rows = table[(table.metric == metric) & (table.tier == tier)].set_index("condition").reindex(conditions)
+            ys = np.arange(len(conditions)) + (k - (len(tiers) - 1) / 2) * 0.18
+            ax.errorbar(rows.estimate, ys, xerr=[rows.estimate - rows.ci_low, rows.ci_high - rows.estimate],
+                        fmt="o", capsize=2, label=tier)
+        ax.axvline(0, color="grey", lw=0.6, ls=":")
+        ax.set_yticks(np.arange(len(conditions)), conditions)
+        ax.invert_yaxis()
+        ax.set_xlabel({"pls": "PLS", "error_bias": "Error Bias"}[metric] + " (95% CI)")
+        ax.legend(fontsize=7, title="tier", title_fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
@@ -439,7 +476,7 @@ Position consistency of verdicts across the two presentation orders: {summary['p
 <h2>Win rates</h2><img src="{wr_png.name}" alt="win rates">
 <h2>PLS per generator pair</h2>{_fmt(pairs)}
 <h2>Win rates per judge</h2>{_fmt(wr.drop(columns=["metric", "confidence"]))}
-{_robustness_section(robustness)}
+{_robustness_section(robustness, out_dir)}
 {_boat_section(boat)}
 {_pu_section(pu, out_dir)}
 {prefix_html}
