@@ -5,16 +5,19 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 
 from flows.registry import NAMES as STAGE_NAMES  # the stages, declared once
 
 
-# Prefect's ephemeral server needs longer than its default to start on 2 cores, and
-# telemetry stays off (set before Prefect is imported).
+# Prefect's ephemeral server needs longer than its default to start on 2 cores, telemetry
+# stays off and Hugging Face's per-load progress bars too (set before anything is imported).
 for _key, _value in {"PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
                      "DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-                     "TOKENIZERS_PARALLELISM": "false", "HF_HUB_DISABLE_TELEMETRY": "1"}.items():
+                     "TOKENIZERS_PARALLELISM": "false", "HF_HUB_DISABLE_TELEMETRY": "1",
+                     # no progress bar per model load or dataset map (hundreds of lines per run)
+                     "HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1"}.items():
     os.environ.setdefault(_key, _value)
 
 
@@ -324,10 +327,11 @@ def _run(args: argparse.Namespace) -> int:
 
     for path in remove_leftovers(args.root):
         print(f"judgeaudit: removed {path}, left by an interrupted write", file=sys.stderr)
-    flow = load_flow(args.stage)  # one stage loads only its own module
-    with prefect_api():
-        result = flow(params_path=args.params, root=args.root)
-    print(f"judgeaudit: {args.stage or 'full audit'} done: {result}")
+    loaded = []  # one stage loads only its own module, while the server starts
+    started = time.monotonic()
+    with prefect_api(meanwhile=lambda: loaded.append(load_flow(args.stage))):
+        result = loaded[0](params_path=args.params, root=args.root)
+    print(f"judgeaudit: {args.stage or 'full audit'} done in {time.monotonic() - started:.0f} s: {result}")
     return 0
 
 

@@ -17,7 +17,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 _PR_SET_PDEATHSIG = 1
 
@@ -36,14 +36,17 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def prefect_api(startup_timeout_s: float = 180.0) -> Iterator[str]:
+def prefect_api(startup_timeout_s: float = 180.0, meanwhile: Callable[[], object] | None = None) -> Iterator[str]:
     """Yield the API URL; a temporary server started here is stopped on the way out
-    and dies with this process if it is killed."""
+    and dies with this process if it is killed. ``meanwhile`` (e.g. importing the stage's
+    code) runs while the server starts: on two cores the two overlap."""
     import httpx
     import prefect
     from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
 
     if PREFECT_API_URL.value():
+        if meanwhile is not None:
+            meanwhile()
         yield PREFECT_API_URL.value()
         return
     port = _free_port()
@@ -56,6 +59,8 @@ def prefect_api(startup_timeout_s: float = 180.0) -> Iterator[str]:
          "--log-level", "error", "--lifespan", "on"],
         env=env, preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
     try:
+        if meanwhile is not None:
+            meanwhile()
         deadline = time.monotonic() + startup_timeout_s
         while True:
             if server.poll() is not None:

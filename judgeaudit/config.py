@@ -232,6 +232,7 @@ class PU(_Strict):
 class HHRLHF(_Strict):
     path: str  # a folder holding test.jsonl(.gz), or the file
     n_items: int = Field(ge=10, default=300)
+    every_base: bool = False  # false: the main base only (the cross-model table stays on the synthetic pairs)
 
 
 class Prefix(_Strict):

@@ -85,3 +85,27 @@ def test_the_real_harmless_test_pairs():
 
     items, note = hh_rlhf_items(Path(__file__).resolve().parents[2] / "shared/data/hh-rlhf/harmless-base", 300, 1)
     assert len(items) == 300 and "of 2303 usable pairs" in note
+
+
+def test_reward_scorer_scores_each_text_once_and_as_one_at_a_time(tiny_lm, tmp_path):
+    """The scorers' memo (distinct texts once, longest first) gives what scoring every text
+    alone gives, in the caller's order, on a real trained reward head."""
+    from judgeaudit.config import TrainArgs
+    from judgeaudit.judging.reward import RewardScorer, ZeroShotScorer, comparison_pair
+    from judgeaudit.training.trainers import reward_model
+
+    rows = [comparison_pair(f"what is {i} plus 1?", f"It is {i + 1}.", f"It is {i + 7}, surely.") for i in range(16)]
+    reward_model(tiny_lm.spec.path, rows, tmp_path / "rm", TrainArgs(epochs=1, lr=1e-3, batch_size=8), seed=0,
+                 max_length=128)
+    batched, alone = RewardScorer(str(tmp_path / "rm"), batch_size=4), RewardScorer(str(tmp_path / "rm"), batch_size=1)
+    texts = [r["chosen"] for r in rows] + [r["rejected"] for r in rows]
+    texts = texts + texts[::3]  # repeats
+    got = batched.rewards(texts)
+    assert len(batched._seen) == 32  # each distinct text scored once
+    want = np.array([alone.rewards([t])[0] for t in texts])
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    assert np.ptp(got) > 0  # not a constant head
+    q, a, b = ["2 plus 2?"] * 2, ["It is 4.", "It is four."], ["It is 9.", "Five."]
+    zero = ZeroShotScorer(tiny_lm)
+    np.testing.assert_allclose(zero(q, a, b), -zero(q, b, a), atol=1e-6)  # position cancels
+    np.testing.assert_allclose(batched(q, a, b), -batched(q, b, a), atol=1e-6)

@@ -31,16 +31,21 @@ class RewardScorer:
         self.tokenizer.padding_side = "right"
         self.model = AutoModelForSequenceClassification.from_pretrained(path).to(device).train(False)  # inference mode (dropout off)
         self.device, self.batch_size, self.max_length = device, batch_size, max_length
+        self._seen: dict[str, float] = {}
 
     @torch.inference_mode()
     def rewards(self, texts: Sequence[str]) -> np.ndarray:
-        out = []
-        for start in range(0, len(texts), self.batch_size):
-            enc = self.tokenizer(list(texts[start:start + self.batch_size]), padding=True, truncation=True,
-                                 max_length=self.max_length, return_tensors="pt").to(self.device)
+        """S(text) for each text. Each distinct text is scored once per scorer (the prefix
+        matrices show the same comparison under many prefix pairs), longest first so that a
+        batch pads little."""
+        todo = sorted(set(texts) - self._seen.keys(), key=lambda t: (-len(t), t))
+        for start in range(0, len(todo), self.batch_size):
+            batch = todo[start:start + self.batch_size]
+            enc = self.tokenizer(batch, padding=True, truncation=True, max_length=self.max_length,
+                                 return_tensors="pt").to(self.device)
             enc.pop("token_type_ids", None)
-            out.append(self.model(**enc).logits[:, 0].float().cpu().numpy())
-        return np.concatenate(out) if out else np.zeros(0)
+            self._seen.update(zip(batch, self.model(**enc).logits[:, 0].float().cpu().numpy().tolist()))
+        return np.array([self._seen[t] for t in texts], dtype=float)
 
     def __call__(self, questions: Sequence[str], first: Sequence[str], second: Sequence[str]) -> np.ndarray:
         fwd = self.rewards([COMPARISON.format(q=q, a1=a, a2=b) for q, a, b in zip(questions, first, second)])
@@ -53,11 +58,15 @@ class ZeroShotScorer:
 
     def __init__(self, model: LanguageModel) -> None:
         self.model = model
+        self._seen: dict[str, float] = {}
 
     def _p1(self, questions, first, second) -> np.ndarray:
         prompts = [ZERO_SHOT.format(q=q, a1=a, a2=b) for q, a, b in zip(questions, first, second)]
-        logp = self.model.next_token_logprobs(prompts, [" 1", " 2"])
-        return logp[:, 0] - logp[:, 1]
+        todo = sorted(set(prompts) - self._seen.keys())  # each distinct prompt once, as in RewardScorer
+        if todo:
+            logp = self.model.next_token_logprobs(todo, [" 1", " 2"])
+            self._seen.update(zip(todo, (logp[:, 0] - logp[:, 1]).tolist()))
+        return np.array([self._seen[p] for p in prompts], dtype=float)
 
     def __call__(self, questions: Sequence[str], first: Sequence[str], second: Sequence[str]) -> np.ndarray:
         return self._p1(questions, first, second) - self._p1(questions, second, first)

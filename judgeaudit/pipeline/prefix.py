@@ -94,9 +94,12 @@ def prefix_stage(params: Params, layout: Layout) -> tuple[pd.DataFrame, dict]:
     cfg = params.prefix
     stats = dict(n_boot=params.audit.n_boot, confidence=params.audit.confidence, seed=params.seed)
     sets, notes = preference_sets(params)
+    if "hh-rlhf" in sets and not cfg.hh_rlhf.every_base and len(cfg.all_bases) > 1:
+        notes["hh-rlhf"] += f"; on the main base {cfg.base} only (prefix.hh_rlhf.every_base: true for every base)"
     frames, rows = [], []
     for source, (train, test) in sets.items():
-        for base in cfg.all_bases:
+        bases = cfg.all_bases if source == "synthetic" or cfg.hh_rlhf.every_base else [cfg.base]
+        for base in bases:
             spec = params.spec_for(base, layout.models)
             plans = {("baseline", "-"): train}
             plans |= {("group-aug", g): augment(train, cfg.groups[g], cfg.aug_pairs, params.seed) for g in cfg.groups}

@@ -26,6 +26,15 @@ def _common(args: TrainArgs, seed: int, out: Path) -> dict:
                 log_level="error")
 
 
+def _quiet(trainer):
+    """The trainer without its printer (with tqdm off it prints every log dict to stdout);
+    the losses stay in ``trainer.state.log_history``."""
+    from transformers.trainer_callback import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)
+    return trainer
+
+
 def _save(trainer, tokenizer, tmp: Path) -> dict:
     history = [h for h in trainer.state.log_history if "loss" in h or "train_loss" in h]
     trainer.model.save_pretrained(str(tmp), safe_serialization=True)
@@ -53,7 +62,7 @@ def sft(model: PreTrainedModel | str, tokenizer_path: str | Path, rows: list[dic
     with atomic_dir(out) as tmp:
         config = SFTConfig(max_length=max_length, completion_only_loss=True,
                            **_common(args, seed, tmp))
-        trainer = SFTTrainer(model=model, args=config, train_dataset=data, processing_class=tokenizer)
+        trainer = _quiet(SFTTrainer(model=model, args=config, train_dataset=data, processing_class=tokenizer))
         trainer.train()
         summary = _save(trainer, tokenizer, tmp)
         _rm_trainer_dir(tmp)
@@ -75,7 +84,7 @@ def dpo(model: str | Path, rows: list[dict], out: str | Path, args: TrainArgs, b
     logging.getLogger("transformers").setLevel(logging.ERROR)
     with atomic_dir(out) as tmp:
         config = DPOConfig(beta=beta, max_length=max_length, **_common(args, seed, tmp))
-        trainer = DPOTrainer(model=policy, args=config, train_dataset=data, processing_class=tokenizer)
+        trainer = _quiet(DPOTrainer(model=policy, args=config, train_dataset=data, processing_class=tokenizer))
         trainer.train()
         summary = _save(trainer, tokenizer, tmp)
         _rm_trainer_dir(tmp)
@@ -103,7 +112,7 @@ def reward_model(base: str | Path, rows: list[dict], out: str | Path, args: Trai
     logging.getLogger("transformers").setLevel(logging.ERROR)
     with atomic_dir(out) as tmp:
         config = RewardConfig(max_length=max_length, **_common(args, seed, tmp))
-        trainer = RewardTrainer(model=model, args=config, train_dataset=data, processing_class=tokenizer)
+        trainer = _quiet(RewardTrainer(model=model, args=config, train_dataset=data, processing_class=tokenizer))
         trainer.train()
         summary = _save(trainer, tokenizer, tmp)
         _rm_trainer_dir(tmp)

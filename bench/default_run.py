@@ -1,0 +1,92 @@
+"""Where the default run's time goes: `dvc repro` stage by stage, then a second `dvc repro`
+(which must do nothing), in one run. By default on a fresh clone of HEAD made beside this
+checkout (so that params.yaml's ../shared/data paths resolve), with this virtual
+environment's dvc and the clone's own code; the clone's dvc.lock is then compared with this
+checkout's, stage by stage (same outputs = the run reproduces).
+
+    python bench/default_run.py                 # fresh clone of HEAD, full default run
+    python bench/default_run.py --repo . -- -f  # this checkout, forced (dvc repro -f)
+    python bench/default_run.py --keep          # keep the clone for inspection
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNNING = re.compile(r"Running stage '([^']+)'")
+
+
+def timed_repro(repo: Path, dvc_args: list[str]) -> tuple[list[tuple[str, float]], float, int]:
+    """(seconds per stage that ran, in order; total seconds; exit status) of one `dvc repro`,
+    its log passed through."""
+    dvc = Path(sys.executable).with_name("dvc")
+    env = {**os.environ, "PYTHONPATH": str(repo)}  # the repo's own code, not this checkout's
+    started = mark = time.monotonic()
+    stages: list[tuple[str, float]] = []
+    current = None
+    proc = subprocess.Popen([str(dvc), "repro", *dvc_args], cwd=repo, env=env, text=True, bufsize=1,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        sys.stdout.write(line)
+        if match := RUNNING.search(line):
+            now = time.monotonic()
+            if current:
+                stages.append((current, now - mark))
+            current, mark = match.group(1), now
+    status = proc.wait()
+    end = time.monotonic()
+    if current:
+        stages.append((current, end - mark))
+    return stages, end - started, status
+
+
+def lock_outs(lock: Path) -> dict[str, dict[str, str]]:
+    """{stage: {out path: md5}} of a dvc.lock."""
+    stages = yaml.safe_load(lock.read_text())["stages"]
+    return {name: {o["path"]: o["md5"] for o in s.get("outs", [])} for name, s in stages.items()}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repo", type=Path, help="run here instead of in a fresh clone of HEAD")
+    ap.add_argument("--keep", action="store_true", help="keep the fresh clone")
+    ap.add_argument("dvc_args", nargs="*", help="after --: arguments for the first dvc repro")
+    args = ap.parse_args()
+    repo = args.repo.resolve() if args.repo else ROOT.parent / f"judgeaudit-default-run-{os.getpid()}"
+    if not args.repo:
+        subprocess.run(["git", "clone", "-q", str(ROOT), str(repo)], check=True)
+    try:
+        stages, total, status = timed_repro(repo, args.dvc_args)
+        if status:
+            print(f"dvc repro exited {status}", file=sys.stderr)
+            return status
+        _, again, status = timed_repro(repo, [])
+        print("\n| stage | seconds | share |\n| --- | --- | --- |")
+        for name, seconds in sorted(stages, key=lambda s: -s[1]):
+            print(f"| {name} | {seconds:.0f} | {seconds / total:.0%} |")
+        print(f"| **all {len(stages)} stages** | **{total:.0f}** ({total / 60:.1f} min) | |")
+        print(f"second `dvc repro` (nothing to do): {again:.1f} s, exit {status}")
+        if not args.repo:
+            ours, theirs = lock_outs(ROOT / "dvc.lock"), lock_outs(repo / "dvc.lock")
+            differ = sorted(s for s in theirs if ours.get(s) != theirs[s])
+            print(f"outputs equal to this checkout's dvc.lock: {len(theirs) - len(differ)} of {len(theirs)} stages"
+                  + (f"; differ: {', '.join(differ)}" if differ else ""))
+        return status
+    finally:
+        if not args.repo and not args.keep:
+            shutil.rmtree(repo, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
