@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from flows.registry import WRITTEN_BY, stage
-from judgeaudit.pipeline.layout import Layout
+from judgeaudit.layout import Layout
 from judgeaudit.tables import read_table, write_json
 from tasks.io import validate, write
 

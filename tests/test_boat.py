@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 import pytest
 
-from judgeaudit.audits.boat import (MCQ, NONE_LABEL, SINGLE, answer_jitter, apply_bag, question_jitter,
-                                    sample_bag)
+from judgeaudit.audits.boat import SINGLE, apply_bag, sample_bag
+from judgeaudit.generation.mcq import MCQ, NONE_LABEL, answer_jitter, question_jitter
 
 option_text = st.text(alphabet="abcdefghijklmnopqrstuvwxyz ", min_size=1, max_size=12)
 

@@ -82,7 +82,7 @@ def test_prompted_verdict_deterministic(tiny_lm):
 
 
 def test_judge_pairs_both_orders(tiny_lm, tmp_path, monkeypatch):
-    from judgeaudit.pipeline import judge as judge_mod
+    from judgeaudit.judging import student_pairs as judge_mod
 
     params = load_params()
     monkeypatch.setattr(judge_mod, "load_model", lambda *a, **k: tiny_lm)
@@ -90,12 +90,12 @@ def test_judge_pairs_both_orders(tiny_lm, tmp_path, monkeypatch):
                               prompt=QUESTIONS, generator_a="ga", generator_b="gb", student_a="sa",
                               student_b="sb", response_a=ANSWERS, response_b=ANSWERS[::-1]))
     entry = {"judge": "gen-formal", "tier": "same", "related_generator": "gen-formal"}
-    out = judge_mod.judge_pairs(params, entry, pairs, judge_mod.Layout(tmp_path), progress=False)
+    out = judge_mod.judge_pairs(params, entry, pairs, tmp_path / "models", progress=False)
     assert len(out) == 10 and set(out["order"]) == {"AB", "BA"}
     ab, ba = out[out.order == "AB"].reset_index(), out[out.order == "BA"].reset_index()
     swap = {"A": "B", "B": "A", "tie": "tie"}
     assert (ab["verdict"].map(swap) == ba["verdict"]).all()  # likelihood verdicts are order-free
     assert ab.loc[2, "verdict"] == "tie"  # identical responses
     prompted = params.model_copy(update={"judge": params.judge.model_copy(update={"mode": "prompted"})})
-    out2 = judge_mod.judge_pairs(prompted, entry, pairs, judge_mod.Layout(tmp_path), progress=False)
+    out2 = judge_mod.judge_pairs(prompted, entry, pairs, tmp_path / "models", progress=False)
     assert set(out2["mode"]) == {"prompted"} and out2["p_a"].between(0, 1).all()

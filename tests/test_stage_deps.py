@@ -27,7 +27,7 @@ def test_closure_follows_the_stage_not_the_whole_library():
     assert "judgeaudit/audits/length_control.py" in rel["robustness"]
     assert "judgeaudit/audits/length_control.py" not in rel["bootstrap"]
     assert {"judgeaudit/audits/self_preference.py", "judgeaudit/sources/alpacaeval_boards.py"} <= rel["leaderboard"]
-    assert {"judgeaudit/judging/pairwise.py", "judgeaudit/pipeline/judge.py",
+    assert {"judgeaudit/judging/pairwise.py", "judgeaudit/judging/student_pairs.py",
             "judgeaudit/models/encoder.py"} <= rel["pu"]
     for name, files in rel.items():  # the entry every stage shares, and its own module only
         assert {"flows/cli.py", "flows/common.py", f"flows/stage/{name}.py", "judgeaudit/config.py",
@@ -78,7 +78,7 @@ def test_the_declared_reads_and_writes_match_dvc_yaml_and_the_stage_order():
     earlier declared stage; what a stage declares it writes is among its outs."""
     from flows.common import table_path
     from flows.registry import STAGES, WRITTEN_BY
-    from judgeaudit.pipeline.layout import Layout
+    from judgeaudit.layout import Layout
 
     layout = Layout(Path("data"))
     done: set[str] = set()
@@ -94,3 +94,34 @@ def test_the_declared_reads_and_writes_match_dvc_yaml_and_the_stage_order():
             if path is not None:
                 assert covered(ROOT / path, spec["outs"]), f"{stage.name} writes {path}, not among its outs"
         done.add(stage.name)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module ``path`` imports (absolute names; ``from X import Y`` gives X and X.Y)."""
+    import ast
+
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names |= {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+    return names
+
+
+def test_layers_stage_modules_import_no_other_stage_module():
+    """The library's layers, checked on the source: a stage's library module
+    (judgeaudit/pipeline/X.py) imports no other stage's; the lower layers (models,
+    generation, training, judging, attacks, audits, sources, schemas) import neither the
+    stages nor the report; nothing in judgeaudit imports Prefect, flows or tasks."""
+    lib = ROOT / "judgeaudit"
+    bad = []
+    for path in lib.rglob("*.py"):
+        rel, imports = path.relative_to(ROOT), _imports(path)
+        top = path.relative_to(lib).parts[0]
+        bad += [(str(rel), m) for m in imports if m.split(".")[0] in {"prefect", "flows", "tasks"}]
+        if top == "pipeline":
+            bad += [(str(rel), m) for m in imports if m.startswith("judgeaudit.pipeline")]
+        elif top not in {"report", "serve.py", "__init__.py", "config.py", "tables.py", "layout.py"}:
+            bad += [(str(rel), m) for m in imports if m.startswith(("judgeaudit.pipeline", "judgeaudit.report"))]
+    assert not bad, f"imports across layers: {bad}"

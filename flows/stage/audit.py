@@ -10,7 +10,7 @@ from prefect import flow, get_run_logger, task
 from flows.common import publish, read
 from judgeaudit.config import Params, load_params
 from judgeaudit.pipeline import audit
-from judgeaudit.pipeline.layout import Layout
+from judgeaudit.layout import Layout
 from judgeaudit.tables import write_json
 from tasks.cache import artifact_cache
 from tasks.io import write

@@ -10,7 +10,7 @@ from prefect import flow, task
 from flows.common import publish, unconfigured
 from judgeaudit.config import Params, load_params
 from judgeaudit.pipeline import boat
-from judgeaudit.pipeline.layout import Layout
+from judgeaudit.layout import Layout
 from judgeaudit.tables import write_json
 from tasks.cache import LOAD, MODELS, artifact_cache
 

@@ -10,7 +10,7 @@ from prefect import flow, task
 from flows.common import publish, read
 from judgeaudit.config import Params, load_params
 from judgeaudit.pipeline import generate
-from judgeaudit.pipeline.layout import Layout
+from judgeaudit.layout import Layout
 from tasks.cache import LOAD, MODELS, artifact_cache
 
 

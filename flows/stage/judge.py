@@ -12,10 +12,9 @@ from prefect import flow, task
 from flows.common import publish, read
 from flows.runners import task_runner
 from judgeaudit.config import Params, load_params
-from judgeaudit.pipeline import judge
-from judgeaudit.pipeline.audit import unique_roster
-from judgeaudit.pipeline.judge import comparisons
-from judgeaudit.pipeline.layout import Layout
+from judgeaudit.judging import student_pairs
+from judgeaudit.judging.student_pairs import comparisons, unique_roster
+from judgeaudit.layout import Layout
 from tasks.cache import LOAD, MODELS, artifact_cache
 
 # one row order for the judgments table, however the judging was sharded
@@ -26,7 +25,7 @@ JUDGMENT_ORDER = ["judge", "method", "student_base", "generator_a", "generator_b
 def judge_pairs(params: Params, judge_entry: dict, pairs: pd.DataFrame, judge_dir: Path,
                 root: str) -> pd.DataFrame:
     """``judge_dir``: the judge's weights, whose content keys the cache."""
-    return judge.judge_pairs(params, judge_entry, pairs, Layout(Path(root)))
+    return student_pairs.judge_pairs(params, judge_entry, pairs, Layout(Path(root)).models)
 
 
 @flow(name="judge-shards")

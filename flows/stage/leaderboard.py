@@ -8,7 +8,7 @@ from prefect import flow, get_run_logger, task
 
 from flows.common import unconfigured
 from judgeaudit.config import Params, load_params
-from judgeaudit.pipeline.layout import Layout
+from judgeaudit.layout import Layout
 from judgeaudit.pipeline.leaderboard import leaderboard_stage
 
 

@@ -9,7 +9,7 @@ from prefect import flow, task
 
 from flows.common import read, unconfigured
 from judgeaudit.config import Params, load_params
-from judgeaudit.pipeline.layout import Layout
+from judgeaudit.layout import Layout
 from judgeaudit.pipeline.leakage_studies import studies_stage
 from judgeaudit.report.leakage_report import plot_leakage_studies
 from judgeaudit.tables import write_json

@@ -10,7 +10,7 @@ from prefect import flow, task
 from flows.common import publish, unconfigured
 from judgeaudit.config import Params, load_params
 from judgeaudit.pipeline import pu_default
-from judgeaudit.pipeline.layout import Layout
+from judgeaudit.layout import Layout
 from judgeaudit.pipeline.pu_default import attack_flip_rates
 from judgeaudit.report.pu_report import default_plots
 from judgeaudit.tables import write_json

@@ -9,7 +9,7 @@ from prefect import flow, get_run_logger, task
 from flows.common import unconfigured
 from judgeaudit.config import Params, load_params
 from judgeaudit.pipeline import real_judges
-from judgeaudit.pipeline.layout import Layout
+from judgeaudit.layout import Layout
 
 
 @task(retries=1, retry_delay_seconds=5)

@@ -9,8 +9,8 @@ from prefect import flow, task
 
 from flows.common import publish, read, upstream
 from judgeaudit.config import Params, load_params
-from judgeaudit.pipeline import students
-from judgeaudit.pipeline.layout import Layout
+from judgeaudit.training import students
+from judgeaudit.layout import Layout
 from tasks.cache import LOAD, MODELS, artifact_cache
 
 

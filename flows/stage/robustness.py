@@ -12,7 +12,7 @@ from flows.common import publish, read
 from judgeaudit.audits.length_control import controlled_summary
 from judgeaudit.config import Params, load_params
 from judgeaudit.pipeline import robustness
-from judgeaudit.pipeline.layout import Layout
+from judgeaudit.layout import Layout
 from judgeaudit.report.leakage_report import plot_mitigations
 from judgeaudit.tables import write_json
 from tasks.cache import LOAD, MODELS, artifact_cache

@@ -10,7 +10,7 @@ from prefect import flow, task
 from flows.common import publish, unconfigured
 from judgeaudit.config import Params, load_params
 from judgeaudit.pipeline import score_range
-from judgeaudit.pipeline.layout import Layout
+from judgeaudit.layout import Layout
 from judgeaudit.pipeline.score_range import plot_grid, plot_histograms
 from judgeaudit.report.score_range_report import write_score_range_report
 from judgeaudit.tables import write_json

@@ -11,9 +11,9 @@ from prefect import flow, task
 from flows.common import read
 from tasks.io import write
 from judgeaudit.config import Params, load_params
-from judgeaudit.pipeline import students
-from judgeaudit.pipeline.layout import Layout
-from judgeaudit.pipeline.students import student_id
+from judgeaudit.training import students
+from judgeaudit.layout import Layout
+from judgeaudit.training.students import student_id
 from tasks.cache import LOAD, MODELS, artifact_cache
 
 

@@ -16,8 +16,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from judgeaudit.audits.boat import MCQ, SINGLE, apply_bag, sample_bag
+from judgeaudit.audits.boat import SINGLE, apply_bag, sample_bag
 from judgeaudit.audits.stats import mean_ci
+from judgeaudit.generation.mcq import MCQ
 from judgeaudit.models.base import LanguageModel
 
 

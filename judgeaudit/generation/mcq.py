@@ -1,13 +1,92 @@
-"""Multiple-choice items from the template corpus, for BOAT: knowledge items get three
-wrong facts as distractors; arithmetic items get question jitter (new numbers, the
-answer re-solved) and answer jitter (numeric distractors around the answer)."""
+"""Multiple-choice items (``MCQ``) and the ones made from the template corpus, for BOAT:
+knowledge items get three wrong facts as distractors; arithmetic items get question
+jitter (new numbers, the answer re-solved) and answer jitter (numeric distractors around
+the answer)."""
 
 from __future__ import annotations
 
 import random
+import re
+from dataclasses import dataclass
 
-from judgeaudit.audits.boat import MCQ, answer_jitter, question_jitter
 from judgeaudit.generation.corpus import Item, degrade, make_items
+
+LETTERS = "ABCDEFGHIJ"
+NONE_LABEL = "N"  # the reply for "no option is correct" (distractor hint, answer removal)
+TRUE_FALSE = ("True", "False")
+
+
+@dataclass(frozen=True)
+class MCQ:
+    """A multiple-choice item; ``answer`` indexes ``options`` (None: no option is correct,
+    after answer removal, so the gold reply is ``NONE_LABEL``)."""
+
+    question: str
+    options: tuple[str, ...]
+    answer: int | None
+    labels: tuple[str, ...] = tuple(LETTERS[:4])
+    preamble: str = ""  # distractor question shown before the question
+    instructions: tuple[str, ...] = ()  # one per intervention applied
+    none_allowed: bool = False  # distractor hint: N is a valid reply
+    binary: bool = False  # binary transformation: true/false for every option
+
+    def __post_init__(self) -> None:
+        if self.answer is None and not self.none_allowed:
+            raise ValueError("an item without a correct option needs the 'reply N' hint")
+        if self.answer is not None and not 0 <= self.answer < len(self.options):
+            raise ValueError(f"answer index {self.answer} outside {len(self.options)} options")
+        if len(self.labels) != len(self.options) or len(set(self.labels)) != len(self.labels):
+            raise ValueError("need one distinct label per option")
+        if NONE_LABEL in self.labels:
+            raise ValueError(f"label {NONE_LABEL!r} is reserved for 'no option is correct'")
+
+    @property
+    def gold(self) -> str:
+        """The reply a correct answer gives (for a binary item: its first query's)."""
+        return self.queries()[0][2]
+
+    @property
+    def candidates(self) -> tuple[str, ...]:
+        return self.labels + ((NONE_LABEL,) if self.none_allowed else ())
+
+    def _head(self) -> str:
+        instructions = "".join(f"{line}\n" for line in self.instructions)
+        return f"{instructions}{self.preamble}{self.question}\n"
+
+    def render(self) -> str:
+        opts = "\n".join(f"{lab}. {opt}" for lab, opt in zip(self.labels, self.options))
+        return f"{self._head()}{opts}\nAnswer with the option's label."
+
+    def queries(self) -> list[tuple[str, tuple[str, ...], str]]:
+        """(prompt, candidate replies, gold reply) per question asked: one, or one per
+        option after binary transformation."""
+        if not self.binary:
+            gold = NONE_LABEL if self.answer is None else self.labels[self.answer]
+            return [(self.render(), self.candidates, gold)]
+        return [(f"{self._head()}Option: {opt}\nIs this option correct? Answer True or False.", TRUE_FALSE,
+                 TRUE_FALSE[0] if k == self.answer else TRUE_FALSE[1]) for k, opt in enumerate(self.options)]
+
+
+_NUM = re.compile(r"\d+")
+
+
+def question_jitter(question: str, solve, rng: random.Random) -> tuple[str, int]:
+    """Change every number in ``question`` by a small amount and re-solve it with
+    ``solve`` (a function of the new numbers), so the label follows the change."""
+    numbers = [int(x) for x in _NUM.findall(question)]
+    jittered = [max(1, n + rng.choice([-3, -2, -1, 1, 2, 3])) for n in numbers]
+    parts = _NUM.split(question)
+    text = "".join(p + (str(j) if k < len(jittered) else "") for k, (p, j) in
+                   enumerate(zip(parts, jittered + [0])))
+    return text, solve(*jittered)
+
+
+def answer_jitter(answer: int, rng: random.Random, n_options: int = 4) -> MCQ:
+    """Options near the true answer, the true one among them: an MCQ for a math item."""
+    offsets = rng.sample([-10, -3, -2, -1, 1, 2, 3, 10], n_options - 1)
+    options = [answer] + [answer + o for o in offsets]
+    rng.shuffle(options)
+    return MCQ("", tuple(str(o) for o in options), options.index(answer))
 
 
 def _solver(question: str):

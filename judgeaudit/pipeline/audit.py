@@ -8,16 +8,6 @@ from judgeaudit.audits.leakage import leakage_scores, pair_scores, win_rates
 from judgeaudit.config import Params
 
 
-def unique_roster(params: Params) -> list[dict]:
-    """The judge roster, each judge model once (its first role in params order)."""
-    seen, roster = set(), []
-    for entry in params.judge_roster():
-        if entry["judge"] not in seen:
-            seen.add(entry["judge"])
-            roster.append(entry)
-    return roster
-
-
 def leakage_audit(params: Params, judgments: pd.DataFrame, prompts: pd.DataFrame
                   ) -> tuple[pd.DataFrame, pd.DataFrame, dict, pd.DataFrame]:
     """(win-rate table, PLS table, summary, PLS per prompt category and task type) from

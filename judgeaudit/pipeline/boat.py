@@ -14,8 +14,8 @@ from judgeaudit.config import Params
 from judgeaudit.generation.corpus import make_items
 from judgeaudit.generation.mcq import make_mcqs
 from judgeaudit.models import load_model
-from judgeaudit.pipeline.audit import unique_roster
-from judgeaudit.pipeline.layout import Layout
+from judgeaudit.judging.student_pairs import unique_roster
+from judgeaudit.layout import Layout
 from judgeaudit.sources.mcq_benchmarks import RealItems, read_gsm8k, read_mmlu
 from judgeaudit.training.trainers import sft
 

@@ -11,7 +11,7 @@ from judgeaudit.config import Params
 from judgeaudit.generation.corpus import make_items
 from judgeaudit.generation.styles import STYLES, render
 from judgeaudit.models.scratch import build_llama, train_tokenizer
-from judgeaudit.pipeline.layout import Layout
+from judgeaudit.layout import Layout
 from judgeaudit.tables import read_table
 from judgeaudit.training.trainers import sft
 

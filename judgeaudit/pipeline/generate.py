@@ -6,7 +6,7 @@ import pandas as pd
 
 from judgeaudit.config import Params
 from judgeaudit.models import load_model
-from judgeaudit.pipeline.layout import Layout
+from judgeaudit.layout import Layout
 
 
 def generate_answers(params: Params, generator: str, prompts: pd.DataFrame, layout: Layout,

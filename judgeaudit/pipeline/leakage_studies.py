@@ -28,8 +28,8 @@ from judgeaudit.audits.stats import BootstrapSettings
 from judgeaudit.config import Params
 from judgeaudit.generation.corpus import make_items
 from judgeaudit.generation.styles import STYLES, render
-from judgeaudit.pipeline.layout import Layout
-from judgeaudit.pipeline.students import respond
+from judgeaudit.layout import Layout
+from judgeaudit.training.students import respond
 from judgeaudit.training.trainers import sft
 
 
@@ -85,10 +85,10 @@ def _students(params: Params, layout: Layout, rows_for: dict[tuple, pd.DataFrame
 
 
 def _judge(params: Params, responses: pd.DataFrame, layout: Layout, roster: list[dict]) -> pd.DataFrame:
-    from judgeaudit.pipeline.judge import comparisons, judge_pairs
+    from judgeaudit.judging.student_pairs import comparisons, judge_pairs
 
     pairs = comparisons(responses, params.leakage.generators)
-    return pd.concat([judge_pairs(params, j, pairs, layout, progress=False) for j in roster], ignore_index=True)
+    return pd.concat([judge_pairs(params, j, pairs, layout.models, progress=False) for j in roster], ignore_index=True)
 
 
 def studies_stage(params: Params, prompts: pd.DataFrame, synthetic: pd.DataFrame,

@@ -19,7 +19,7 @@ from judgeaudit.generation.corpus import degrade, make_items
 from judgeaudit.generation.styles import STYLES, render
 from judgeaudit.judging.reward import RewardScorer, ZeroShotScorer, comparison_pair
 from judgeaudit.models import load_model
-from judgeaudit.pipeline.layout import Layout
+from judgeaudit.layout import Layout
 from judgeaudit.sources.hh_rlhf import hh_rlhf_items
 from judgeaudit.training.trainers import reward_model
 

@@ -21,13 +21,12 @@ from judgeaudit.audits.length_control import controlled_win_rates, gameability, 
 from judgeaudit.audits.stats import mean_ci
 from judgeaudit.attacks.rewriter import attack_texts, build_rewriter
 from judgeaudit.config import Params
-from judgeaudit.pipeline.audit import unique_roster
-from judgeaudit.pipeline.judge import attack_losers, binary_verdicts, comparisons, judge_pairs
-from judgeaudit.pipeline.layout import Layout
+from judgeaudit.judging.student_pairs import attack_losers, binary_verdicts, comparisons, judge_pairs, unique_roster
+from judgeaudit.layout import Layout
 
 
 def _judge_all(params: Params, pairs: pd.DataFrame, layout: Layout) -> pd.DataFrame:
-    return pd.concat([judge_pairs(params, j, pairs, layout, progress=False) for j in unique_roster(params)],
+    return pd.concat([judge_pairs(params, j, pairs, layout.models, progress=False) for j in unique_roster(params)],
                      ignore_index=True)
 
 
@@ -61,7 +60,7 @@ def attack_flips(params: Params, responses: pd.DataFrame, judgments: pd.DataFram
         lose_a = before.reindex(pd.MultiIndex.from_frame(pairs[key])).to_numpy() == "B"
         for name in ATTACKS:
             attacked = attack_losers(pairs, lose_a, name, rewriter)
-            after = binary_verdicts(judge_pairs(params, entry, attacked, layout, progress=False), key)
+            after = binary_verdicts(judge_pairs(params, entry, attacked, layout.models, progress=False), key)
             flipped = (after.reindex(before.index) != before).astype(float)
             cats = category.reindex(before.index.get_level_values("prompt_id")).to_numpy()
             for cat in ["all", *sorted(set(cats))]:
@@ -140,7 +139,7 @@ def mitigations(params: Params, responses: pd.DataFrame, judgments: pd.DataFrame
 
     def judged(on: pd.DataFrame, verdicts=None) -> pd.DataFrame:
         extra = {} if verdicts is None else {"verdicts": verdicts}
-        return pd.concat([judge_pairs(params, j, on, layout, progress=False, **extra) for j in unique_roster(params)],
+        return pd.concat([judge_pairs(params, j, on, layout.models, progress=False, **extra) for j in unique_roster(params)],
                          ignore_index=True)
 
     paraphrased = pairs.assign(response_a=_paraphrased(params, pairs["response_a"], layout),

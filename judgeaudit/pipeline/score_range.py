@@ -16,7 +16,7 @@ from judgeaudit.generation.corpus import make_items
 from judgeaudit.generation.graded import LEVELS, graded_answers
 from judgeaudit.judging.pointwise import score_logprobs
 from judgeaudit.models import ModelSpec, load_model
-from judgeaudit.pipeline.layout import Layout
+from judgeaudit.layout import Layout
 from judgeaudit.sources.summeval import FILE as SUMMEVAL_FILE
 from judgeaudit.sources.summeval import summeval_items
 from judgeaudit.training.trainers import sft

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from judgeaudit.audits.boat import MCQ, answer_jitter
+from judgeaudit.generation.mcq import MCQ, answer_jitter
 from judgeaudit.tables import InputError, read_jsonl
 
 MMLU_FIELDS = ("question", "choice0", "choice1", "choice2", "choice3", "answer")

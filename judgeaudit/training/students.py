@@ -1,5 +1,6 @@
-"""Stages ``train`` and ``respond``: students distilled from each generator's data by
-SFT, DPO or in-context learning, then answering the held-out eval prompts."""
+"""Students distilled from each generator's data by SFT, DPO or in-context learning, and
+their answers to the held-out eval prompts (stages ``train`` and ``respond``, and the
+leakage studies' own students)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pandas as pd
 
 from judgeaudit.config import Params
 from judgeaudit.models import load_model
-from judgeaudit.pipeline.layout import Layout
+from judgeaudit.layout import Layout
 from judgeaudit.training.trainers import dpo, sft
 
 

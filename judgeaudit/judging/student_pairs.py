@@ -1,10 +1,13 @@
-"""Stage ``judge``: every judge compares every pair of students that share a student
-base and a method, on every eval prompt, in both presentation orders."""
+"""Judging the students' head-to-heads: the pairs (generator i against generator j within
+a student base and method, per prompt), one judge's verdicts on them in both orders,
+one binary verdict per pair, and the pairs with the losing response attacked. Shared by
+the judge, robustness, pu and leakage_studies stages."""
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,7 +17,17 @@ from judgeaudit.config import Params
 from judgeaudit.judging.both_orders import verdicts_both_orders
 from judgeaudit.judging.pairwise import binary_verdict
 from judgeaudit.models import load_model
-from judgeaudit.pipeline.layout import Layout
+
+
+def unique_roster(params: Params) -> list[dict]:
+    """The judge roster, each judge model once (its first role in params order)."""
+    seen, roster = set(), []
+    for entry in params.judge_roster():
+        if entry["judge"] not in seen:
+            seen.add(entry["judge"])
+            roster.append(entry)
+    return roster
+
 
 
 def comparisons(responses: pd.DataFrame, generators: list[str]) -> pd.DataFrame:
@@ -36,13 +49,14 @@ def comparisons(responses: pd.DataFrame, generators: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def judge_pairs(params: Params, judge: dict, pairs: pd.DataFrame, layout: Layout,
+def judge_pairs(params: Params, judge: dict, pairs: pd.DataFrame, models_dir: Path,
                 progress: bool = True, verdicts: Callable[..., dict] = verdicts_both_orders) -> pd.DataFrame:
     """One judge's verdicts on ``pairs``, two rows per pair (orders AB and BA);
-    ``verdicts``: how the judge reaches them (``verdicts_both_orders``' signature)."""
+    ``models_dir``: where the embedded models are; ``verdicts``: how the judge reaches
+    them (``verdicts_both_orders``' signature)."""
     name = judge["judge"]
     mode = params.judge.modes.get(name, params.judge.mode)
-    model = load_model(params.spec_for(name, layout.models), name=name, progress=progress)
+    model = load_model(params.spec_for(name, models_dir), name=name, progress=progress)
     orders = verdicts(model, mode, params.judge, pairs["prompt"], pairs["response_a"], pairs["response_b"],
                       seed=params.seed)
     keep = ["method", "student_base", "prompt_id", "student_a", "student_b", "generator_a", "generator_b"]
