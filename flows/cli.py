@@ -331,7 +331,8 @@ def _run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     with prefect_api(meanwhile=lambda: loaded.append(load_flow(args.stage))):
         result = loaded[0](params_path=args.params, root=args.root)
-    print(f"judgeaudit: {args.stage or 'full audit'} done in {time.monotonic() - started:.0f} s: {result}")
+    shown = f"{len(result)} results" if isinstance(result, (list, dict)) else result
+    print(f"judgeaudit: {args.stage or 'full audit'} done in {time.monotonic() - started:.0f} s: {shown}")
     return 0
 
 
