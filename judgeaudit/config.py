@@ -458,13 +458,17 @@ class Attacks(_Strict):
 
 
 class Scale(_Strict):
-    """Where judging runs: in-process, or sharded over a Dask cluster (local or remote)."""
+    """Where work runs: judging in-process or sharded over a Dask cluster (local or
+    remote); a stage's independent heavy tasks (model builds, students, reward models,
+    robustness sub-audits) over ``processes`` worker processes. Results do not depend on
+    either: each task is seeded, and torch runs on one intra-op thread per process."""
 
     runner: Literal["local", "dask"] = "local"
     workers: int = Field(ge=1, default=2)  # local Dask cluster: worker processes
     threads_per_worker: int = Field(ge=1, default=1)
     address: str | None = None  # an existing Dask scheduler, e.g. tcp://10.0.0.5:8786
     shards_per_judge: int = Field(ge=1, default=1)  # split each judge's pairs into this many tasks
+    processes: int = Field(ge=1, default=2)  # worker processes for a stage's independent tasks (1: in-process)
 
 
 class Params(_Strict):

@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 from prefect import flow, task
 
+from flows.runners import parallel
 from tasks.io import validate, write
 from judgeaudit.config import Params, load_params
 from judgeaudit.pipeline import bootstrap
@@ -41,13 +42,15 @@ def bootstrap_flow(params_path: str = "params.yaml", root: str = "data") -> list
     if built:
         tok = Path(build_tokenizer(params, layout.tokenizer))
         pending = list(built)
-        while pending:  # parents before the models inherited from them
-            ready = [n for n in pending if params.models[n].build.init_from not in pending]
-            for name in ready:
-                parent = params.models[name].build.init_from
-                summaries.append(build_model(
-                    params, name, layout.models / name, layout.models / parent if parent else tok))
-            pending = [n for n in pending if n not in ready]
+        with parallel(params.scale) as runner:
+            while pending:  # parents before the models inherited from them; a wave at a time
+                ready = [n for n in pending if params.models[n].build.init_from not in pending]
+                futures = [runner.submit(build_model, dict(
+                    params=params, name=name, out=layout.models / name,
+                    depends_on=layout.models / parent if (parent := params.models[name].build.init_from) else tok))
+                    for name in ready]
+                summaries += [f.result() for f in futures]
+                pending = [n for n in pending if n not in ready]
     write(prompts, layout.prompts)
     write_json(summaries, layout.models / "_summary.json")
     return summaries

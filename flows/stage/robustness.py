@@ -9,6 +9,7 @@ import pandas as pd
 from prefect import flow, task
 
 from flows.common import publish, read
+from flows.runners import parallel
 from judgeaudit.audits.length_control import controlled_summary
 from judgeaudit.config import Params, load_params
 from judgeaudit.pipeline import robustness
@@ -19,17 +20,21 @@ from tasks.cache import LOAD, MODELS, artifact_cache
 from tasks.io import write
 
 
+PARTS = {  # the robustness audits, independent of each other: one task each
+    "ablation": lambda p, r, j, lay: (robustness.ablation_pls(p, r, j, lay),),
+    "attacks": lambda p, r, j, lay: (robustness.attack_flips(p, r, j, lay),),
+    "mitigation": lambda p, r, j, lay: (robustness.mitigations(p, r, j, lay) if p.mitigation else None,),
+    "length": lambda p, r, j, lay: robustness.length_controlled(p, r, j, lay),
+    "recognition": lambda p, r, j, lay: robustness.recognition(p, r, lay) if p.recognition else (None, None),
+}
+
+
 @task(cache_policy=artifact_cache(("seed", "audit", "judge", "leakage", "attacks", "recognition", "mitigation",
-                                   *MODELS)), **LOAD)
-def robustness_audit(params: Params, responses: pd.DataFrame, judgments: pd.DataFrame, models_dir: Path,
-                     root: str) -> tuple[pd.DataFrame, ...]:
-    """``models_dir``: the judges, whose content keys the cache."""
-    layout = Layout(Path(root))
-    return (robustness.ablation_pls(params, responses, judgments, layout),
-            robustness.attack_flips(params, responses, judgments, layout),
-            robustness.mitigations(params, responses, judgments, layout) if params.mitigation else None,
-            *robustness.length_controlled(params, responses, judgments, layout),
-            *(robustness.recognition(params, responses, layout) if params.recognition else (None, None)))
+                                   *MODELS)), task_run_name="robustness-{part}", **LOAD)
+def robustness_audit(params: Params, part: str, responses: pd.DataFrame, judgments: pd.DataFrame,
+                     models_dir: Path, root: str) -> tuple[pd.DataFrame | None, ...]:
+    """One of the PARTS; ``models_dir``: the judges, whose content keys the cache."""
+    return PARTS[part](params, responses, judgments, Layout(Path(root)))
 
 
 @flow(name="robustness")
@@ -39,8 +44,15 @@ def robustness_flow(params_path: str = "params.yaml", root: str = "data") -> dic
     params, layout = load_params(params_path), Layout(Path(root))
     responses = read(layout.responses, "responses", layout)
     judgments = read(layout.judgments, "judgments", layout)
-    ablation, flips, mitigation, controlled, moved, recognised, classifier = robustness_audit(
-        params, responses, judgments, layout.models, str(layout.root))
+    # the longest parts first, so that two workers finish together
+    order = ["mitigation", "attacks", "ablation", "recognition", "length"]
+    with parallel(params.scale) as runner:
+        futures = {part: runner.submit(robustness_audit, dict(
+            params=params, part=part, responses=responses, judgments=judgments, models_dir=layout.models,
+            root=str(layout.root))) for part in order}
+        got = {part: f.result() for part, f in futures.items()}
+    (ablation,), (flips,), (mitigation,) = got["ablation"], got["attacks"], got["mitigation"]
+    (controlled, moved), (recognised, classifier) = got["length"], got["recognition"]
     out = layout.root / "robustness"
     publish(ablation, "pls", "robustness", out / "ablation.parquet", layout)
     write(flips, out / "attack_flips.parquet")

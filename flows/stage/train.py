@@ -9,6 +9,7 @@ import pandas as pd
 from prefect import flow, task
 
 from flows.common import read
+from flows.runners import parallel
 from tasks.io import write
 from judgeaudit.config import Params, load_params
 from judgeaudit.training import students
@@ -31,13 +32,12 @@ def train_flow(params_path: str = "params.yaml", root: str = "data") -> int:
     synthetic = read(layout.synthetic, "synthetic", layout)
     layout.students.mkdir(parents=True, exist_ok=True)
     layout.student_index.unlink(missing_ok=True)  # no index until every student is done
-    rows = []
-    for base in params.leakage.students:
-        base_dir = Path(params.spec_for(base, layout.models).path)
-        for gen in params.leakage.generators:
-            for method in params.leakage.methods:
-                out = layout.students / student_id(base, gen, method)
-                rows.append(train_student(params, base, gen, method, synthetic, base_dir, out))
+    with parallel(params.scale) as runner:
+        futures = [runner.submit(train_student, dict(
+            params=params, base=base, generator=gen, method=method, synthetic=synthetic,
+            base_dir=Path(params.spec_for(base, layout.models).path), out=layout.students / student_id(base, gen, method)))
+            for base in params.leakage.students for gen in params.leakage.generators for method in params.leakage.methods]
+        rows = [f.result() for f in futures]
     keep = {Path(layout.from_stored(r["path"])).name for r in rows} | {layout.student_index.name}
     for stale in layout.students.iterdir():  # students of an earlier config
         if stale.name not in keep and stale.is_dir():

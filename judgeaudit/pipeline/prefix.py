@@ -19,7 +19,6 @@ from judgeaudit.generation.corpus import degrade, make_items
 from judgeaudit.generation.styles import STYLES, render
 from judgeaudit.judging.reward import RewardScorer, ZeroShotScorer, comparison_pair
 from judgeaudit.models import load_model
-from judgeaudit.layout import Layout
 from judgeaudit.sources.hh_rlhf import hh_rlhf_items
 from judgeaudit.training.trainers import reward_model
 
@@ -86,43 +85,57 @@ def _accuracy(scorer, test: list[dict], stats: dict) -> dict:
             "n_test": est.n}
 
 
-def prefix_stage(params: Params, layout: Layout) -> tuple[pd.DataFrame, dict]:
-    """(omega and alpha matrices, summary) for every (source, base): the base judging
+def prefix_units(params: Params) -> list[tuple[str, str]]:
+    """The (source, base) pairs the stage audits: every base on the synthetic pairs (the
+    cross-model table), hh-rlhf's on the main base unless ``every_base``."""
+    cfg = params.prefix
+    sources = ["synthetic"] + (["hh-rlhf"] if cfg.hh_rlhf is not None and Path(cfg.hh_rlhf.path).exists() else [])
+    return [(source, base) for source in sources
+            for base in (cfg.all_bases if source == "synthetic" or cfg.hh_rlhf.every_base else [cfg.base])]
+
+
+def prefix_unit(params: Params, source: str, base: str, models_dir: Path, out: Path) -> tuple[pd.DataFrame, list[dict]]:
+    """(omega and alpha matrices, summary rows) of one (source, base): the base judging
     zero-shot (its fingerprint), the baseline RM, and per group an RM augmented with that
     group's prefixes, audited on its own group ("aug") and on every other ("aug-gen"):
-    aug-gen in every direction."""
+    aug-gen in every direction. ``models_dir``: the embedded models; the reward models
+    are written under ``out``."""
     cfg = params.prefix
     stats = dict(n_boot=params.audit.n_boot, confidence=params.audit.confidence, seed=params.seed)
-    sets, notes = preference_sets(params)
-    if "hh-rlhf" in sets and not cfg.hh_rlhf.every_base and len(cfg.all_bases) > 1:
-        notes["hh-rlhf"] += f"; on the main base {cfg.base} only (prefix.hh_rlhf.every_base: true for every base)"
+    train, test = preference_sets(params)[0][source]
+    spec = params.spec_for(base, models_dir)
+    plans = {("baseline", "-"): train}
+    plans |= {("group-aug", g): augment(train, cfg.groups[g], cfg.aug_pairs, params.seed) for g in cfg.groups}
+    scorers = {("zero-shot", "-"): ZeroShotScorer(load_model(spec, name=base))}
+    for (kind, group), data in plans.items():
+        rm = out / (kind if group == "-" else "aug-" + group)
+        reward_model(spec.path, [comparison_pair(r["q"], r["chosen"], r["rejected"]) for r in data], rm,
+                     cfg.train, params.seed, spec.max_length)
+        scorers[kind, group] = RewardScorer(str(rm), device=spec.device)
     frames, rows = [], []
-    for source, (train, test) in sets.items():
-        bases = cfg.all_bases if source == "synthetic" or cfg.hh_rlhf.every_base else [cfg.base]
-        for base in bases:
-            spec = params.spec_for(base, layout.models)
-            plans = {("baseline", "-"): train}
-            plans |= {("group-aug", g): augment(train, cfg.groups[g], cfg.aug_pairs, params.seed) for g in cfg.groups}
-            scorers = {("zero-shot", "-"): ZeroShotScorer(load_model(spec, name=base))}
-            for (kind, group), data in plans.items():
-                out = layout.prefix / f"rm-{source}-{base}-{kind if group == '-' else 'aug-' + group}"
-                reward_model(spec.path, [comparison_pair(r["q"], r["chosen"], r["rejected"]) for r in data], out,
-                             cfg.train, params.seed, spec.max_length)
-                scorers[kind, group] = RewardScorer(str(out), device=spec.device)
-            baseline_acc = None
-            for (kind, trained), scorer in scorers.items():
-                acc = _accuracy(scorer, test, stats)
-                baseline_acc = acc["accuracy"] if kind == "baseline" else baseline_acc
-                for group, prefixes in cfg.groups.items():
-                    variant = kind if kind != "group-aug" else ("aug" if group == trained else "aug-gen")
-                    key = dict(source=source, base=base, variant=variant, trained_group=trained, group=group)
-                    mats, bars = _audit(scorer, test, prefixes, stats)
-                    frames += [m.assign(**key) for m in mats]
-                    rows.append({**key, **bars, **acc})
-    summary_rows = pd.DataFrame(rows)
+    for (kind, trained), scorer in scorers.items():
+        acc = _accuracy(scorer, test, stats)
+        for group, prefixes in cfg.groups.items():
+            variant = kind if kind != "group-aug" else ("aug" if group == trained else "aug-gen")
+            key = dict(source=source, base=base, variant=variant, trained_group=trained, group=group)
+            mats, bars = _audit(scorer, test, prefixes, stats)
+            frames += [m.assign(**key) for m in mats]
+            rows.append({**key, **bars, **acc})
+    return pd.concat(frames, ignore_index=True), rows
+
+
+def prefix_summary(params: Params, units: list[tuple[pd.DataFrame, list[dict]]]) -> tuple[pd.DataFrame, dict]:
+    """(every unit's matrices, the stage summary: rows with accuracy relative to the
+    baseline RM of the same source and base, the sources' notes, bases, groups)."""
+    cfg = params.prefix
+    notes = preference_sets(params)[1]
+    if "hh-rlhf" in notes and not notes["hh-rlhf"].startswith("skipped") and not cfg.hh_rlhf.every_base \
+            and len(cfg.all_bases) > 1:
+        notes["hh-rlhf"] += f"; on the main base {cfg.base} only (prefix.hh_rlhf.every_base: true for every base)"
+    summary_rows = pd.DataFrame([row for _, rows in units for row in rows])
     baseline = summary_rows[summary_rows.variant == "baseline"].groupby(["source", "base"])["accuracy"].first()
     summary_rows["accuracy_ratio"] = summary_rows.accuracy / baseline.reindex(
         pd.MultiIndex.from_frame(summary_rows[["source", "base"]])).to_numpy()
     summary = {"rows": summary_rows.to_dict("records"), "sources": notes, "bases": list(cfg.all_bases),
                "main_base": cfg.base, "groups": {g: list(v) for g, v in cfg.groups.items()}}
-    return pd.concat(frames, ignore_index=True), summary
+    return pd.concat([frame for frame, _ in units], ignore_index=True), summary
