@@ -17,9 +17,6 @@ for _key, _value in {"PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
                      "DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
                      "TOKENIZERS_PARALLELISM": "false", "HF_HUB_DISABLE_TELEMETRY": "1",
                      # no progress bar per model load or dataset map (hundreds of lines per run)
-                     # one intra-op thread per process: the same floats whatever the machine's core
-                     # count, and faster for small models (parallelism comes from worker processes)
-                     "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                      "HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1"}.items():
     os.environ.setdefault(_key, _value)
 

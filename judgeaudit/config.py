@@ -460,8 +460,8 @@ class Attacks(_Strict):
 class Scale(_Strict):
     """Where work runs: judging in-process or sharded over a Dask cluster (local or
     remote); a stage's independent heavy tasks (model builds, students, reward models,
-    robustness sub-audits) over ``processes`` worker processes. Results do not depend on
-    either: each task is seeded, and torch runs on one intra-op thread per process."""
+    robustness sub-audits) over ``processes`` worker processes of one torch thread each.
+    Results do not depend on either: each task is seeded and runs alone in its process."""
 
     runner: Literal["local", "dask"] = "local"
     workers: int = Field(ge=1, default=2)  # local Dask cluster: worker processes
