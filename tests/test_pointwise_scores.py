@@ -38,7 +38,9 @@ def test_contrastive_is_a_distribution_and_lambda_zero_is_the_main_model(main, a
     cd = contrastive(m, a, lam, t)
     assert np.exp(cd).sum() == pytest.approx(1.0)
     np.testing.assert_allclose(contrastive(m, a, 0.0, 1.0), m, atol=1e-9)
-    assert greedy(contrastive(m, a, lam, t), 0) == greedy(contrastive(m, a, lam, 1.0), 0)  # t keeps the arg-max
+    top2 = np.sort((m - lam * a)[0])[-2:]
+    if top2[1] - top2[0] > 1e-9:  # a float tie may round either way once divided by t
+        assert greedy(contrastive(m, a, lam, t), 0) == greedy(contrastive(m, a, lam, 1.0), 0)  # t keeps the arg-max
 
 
 def test_contrastive_decoding_removes_a_shared_favourite():
