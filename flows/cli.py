@@ -315,22 +315,28 @@ def _run(args: argparse.Namespace) -> int:
         from judgeaudit.pipeline.bootstrap import make_prompts
 
         make_prompts(params)
-    from flows.server import exit_on_sigterm, prefect_api
-    from flows.common import missing_upstream
-    from flows.registry import load_flow
+    from flows.server import exit_on_sigterm, prefect_api, reserve_api_url
 
-    if args.stage and (missing := missing_upstream(args.stage, args.root)):
-        raise FileNotFoundError(missing)  # said before any server starts
+    reserved = reserve_api_url()  # before anything imports Prefect
+    try:
+        from flows.common import missing_upstream
+        from flows.registry import load_flow
 
-    exit_on_sigterm()
-    from judgeaudit.tables import remove_leftovers
+        if args.stage and (missing := missing_upstream(args.stage, args.root)):
+            raise FileNotFoundError(missing)  # said before any server starts
 
-    for path in remove_leftovers(args.root):
-        print(f"judgeaudit: removed {path}, left by an interrupted write", file=sys.stderr)
-    loaded = []  # one stage loads only its own module, while the server starts
-    started = time.monotonic()
-    with prefect_api(meanwhile=lambda: loaded.append(load_flow(args.stage))):
-        result = loaded[0](params_path=args.params, root=args.root)
+        exit_on_sigterm()
+        from judgeaudit.tables import remove_leftovers
+
+        for path in remove_leftovers(args.root):
+            print(f"judgeaudit: removed {path}, left by an interrupted write", file=sys.stderr)
+        loaded = []  # one stage loads only its own module, while the server starts
+        started = time.monotonic()
+        with prefect_api(reserved, meanwhile=lambda: loaded.append(load_flow(args.stage))):
+            result = loaded[0](params_path=args.params, root=args.root)
+    finally:
+        if reserved:
+            os.environ.pop("PREFECT_API_URL", None)
     shown = f"{len(result)} results" if isinstance(result, (list, dict)) else result
     print(f"judgeaudit: {args.stage or 'full audit'} done in {time.monotonic() - started:.0f} s: {shown}")
     return 0

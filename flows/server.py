@@ -35,22 +35,35 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def reserve_api_url() -> str | None:
+    """The URL this run's temporary server will listen on, put in the environment before
+    Prefect is imported (None: PREFECT_API_URL names a server already). Prefect builds its
+    process-wide settings at import; a thread that does not see the URL there (the
+    process pool's result collector, say) starts a server of its own."""
+    if os.environ.get("PREFECT_API_URL"):
+        return None
+    os.environ["PREFECT_API_URL"] = url = f"http://127.0.0.1:{_free_port()}/api"
+    return url
+
+
 @contextlib.contextmanager
-def prefect_api(startup_timeout_s: float = 180.0, meanwhile: Callable[[], object] | None = None) -> Iterator[str]:
-    """Yield the API URL; a temporary server started here is stopped on the way out
-    and dies with this process if it is killed. ``meanwhile`` (e.g. importing the stage's
-    code) runs while the server starts: on two cores the two overlap."""
+def prefect_api(reserved: str | None = None, startup_timeout_s: float = 180.0,
+                meanwhile: Callable[[], object] | None = None) -> Iterator[str]:
+    """Yield the API URL; a temporary server started here (on ``reserved``, from
+    ``reserve_api_url``, or a free port) is stopped on the way out and dies with this
+    process if it is killed. ``meanwhile`` (e.g. importing the stage's code) runs while the
+    server starts: on two cores the two overlap."""
     import httpx
     import prefect
     from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
 
-    if PREFECT_API_URL.value():
+    if reserved is None and PREFECT_API_URL.value():
         if meanwhile is not None:
             meanwhile()
         yield PREFECT_API_URL.value()
         return
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}/api"
+    url = reserved or f"http://127.0.0.1:{_free_port()}/api"
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
     env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
            **get_current_settings().to_environment_variables(exclude_unset=True)}
     server = subprocess.Popen(
@@ -76,8 +89,8 @@ def prefect_api(startup_timeout_s: float = 180.0, meanwhile: Callable[[], object
             time.sleep(0.1)
         print(f"judgeaudit: temporary Prefect server on {url} (set PREFECT_API_URL to use your own)",
               file=sys.stderr)
-        previous = os.environ.get("PREFECT_API_URL")
-        os.environ["PREFECT_API_URL"] = url  # worker processes (Dask) report to it too
+        previous = None if reserved else os.environ.get("PREFECT_API_URL")
+        os.environ["PREFECT_API_URL"] = url  # worker processes (Dask, process pools) report to it too
         try:
             with temporary_settings(updates={PREFECT_API_URL: url}):
                 try:

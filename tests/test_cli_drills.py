@@ -3,9 +3,13 @@ needs exists gives one line that says what to run first, never a hub-id tracebac
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from flows.cli import main
+from tests.conftest import ROOT
 
 
 def test_serve_before_the_models_are_built(tmp_path, tiny_params_file, capsys):
@@ -29,3 +33,33 @@ def test_run_says_which_stage_to_run_first_before_any_server(tmp_path, tiny_para
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err and "Prefect server" not in err
     assert "no responses table" in err and "run `dvc repro respond`" in err
+
+
+_THREAD_SEES = """
+import os, sys, threading
+os.environ.pop("PREFECT_API_URL", None)
+from flows.server import reserve_api_url
+if sys.argv[1] == "late":
+    import prefect  # Prefect's process-wide settings built before the URL is known
+url = reserve_api_url()
+import prefect
+from prefect.settings import PREFECT_API_URL
+seen = []
+threading.Thread(target=lambda: seen.append(PREFECT_API_URL.value())).start()
+import time; time.sleep(0.5)
+print(seen[0] == url)
+"""
+
+
+def test_threads_of_a_run_see_its_server():
+    """The URL of a run's temporary server is in the environment before Prefect is
+    imported, so a thread of the run (a process pool's result collector) reports to it
+    instead of starting a server of its own; reserved after the import, a thread misses it."""
+    def run(when: str) -> str:
+        out = subprocess.run([sys.executable, "-c", _THREAD_SEES, when], cwd=ROOT, capture_output=True,
+                             text=True, timeout=120)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return out.stdout.strip()
+
+    assert run("early") == "True"
+    assert run("late") == "False"
