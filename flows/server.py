@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from urllib.parse import urlsplit
 
 _PR_SET_PDEATHSIG = 1
 
@@ -63,7 +64,7 @@ def prefect_api(reserved: str | None = None, startup_timeout_s: float = 180.0,
         yield PREFECT_API_URL.value()
         return
     url = reserved or f"http://127.0.0.1:{_free_port()}/api"
-    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    port = urlsplit(url).port
     env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
            **get_current_settings().to_environment_variables(exclude_unset=True)}
     server = subprocess.Popen(
@@ -89,8 +90,9 @@ def prefect_api(reserved: str | None = None, startup_timeout_s: float = 180.0,
             time.sleep(0.1)
         print(f"judgeaudit: temporary Prefect server on {url} (set PREFECT_API_URL to use your own)",
               file=sys.stderr)
-        previous = None if reserved else os.environ.get("PREFECT_API_URL")
-        os.environ["PREFECT_API_URL"] = url  # worker processes (Dask, process pools) report to it too
+        # worker processes (Dask, process pools) report to it too; a reserved URL is in the
+        # environment already, and whoever reserved it takes it out
+        os.environ["PREFECT_API_URL"] = url
         try:
             with temporary_settings(updates={PREFECT_API_URL: url}):
                 try:
@@ -98,10 +100,8 @@ def prefect_api(reserved: str | None = None, startup_timeout_s: float = 180.0,
                 finally:
                     _drain()
         finally:
-            if previous is None:
+            if reserved is None:
                 os.environ.pop("PREFECT_API_URL", None)
-            else:
-                os.environ["PREFECT_API_URL"] = previous
     finally:
         server.terminate()
         try:

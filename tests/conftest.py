@@ -18,8 +18,9 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def tiny_params() -> dict:
-    """The project's params.yaml, shrunk: two generators, one student base, tiny models."""
+def tiny_params(processes: int = 1) -> dict:
+    """The project's params.yaml, shrunk: two generators, one student base, tiny models;
+    ``processes``: workers for a stage's independent tasks."""
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     # just enough for the house styles to be learnt (a model of 1 epoch on 96 items wrote
     # the same string for every prompt, so every verdict was a tie and the audit had
@@ -76,14 +77,20 @@ def tiny_params() -> dict:
                                          "judgebench": str(data / "judgebench")},
                              "n_boot": 200, "pu": {"splits": 2, "folds": 2, "max_length": 32}}
     params["leaderboard"] = {"source": "alpacaeval", "path": str(data / "alpacaeval"), "n_boot": 200}
+    # in-process: worker processes that import torch cost more than the tiny tasks they
+    # share; the end-to-end flow and the kill drill run the default pool of two
+    params["scale"] = {"processes": processes}
     return params
+
+
+def write_tiny_params(path: Path, processes: int = 1) -> Path:
+    path.write_text(yaml.safe_dump(tiny_params(processes), sort_keys=False))
+    return path
 
 
 @pytest.fixture
 def tiny_params_file(tmp_path: Path) -> Path:
-    path = tmp_path / "params.yaml"
-    path.write_text(yaml.safe_dump(tiny_params(), sort_keys=False))
-    return path
+    return write_tiny_params(tmp_path / "params.yaml")
 
 
 @pytest.fixture(scope="session")

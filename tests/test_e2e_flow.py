@@ -6,13 +6,22 @@ a second run into another directory gives identical tables."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from judgeaudit.attacks.presentation import ATTACKS
+from tests.conftest import write_tiny_params
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def tiny_params_file(tmp_path: Path) -> Path:
+    """The tiny config with the default pool of two worker processes per stage."""
+    return write_tiny_params(tmp_path / "params.yaml", processes=2)
+
 
 TABLES = ["prompts/prompts.parquet", "synthetic/answers.parquet", "responses/responses.parquet",
           "judgments/judgments.parquet", "metrics/win_rates.parquet", "metrics/pls.parquet",

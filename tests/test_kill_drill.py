@@ -17,9 +17,15 @@ import pandas as pd
 import pytest
 
 from tasks.cache import path_digest
-from tests.conftest import ROOT
+from tests.conftest import ROOT, write_tiny_params
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def tiny_params_file(tmp_path: Path) -> Path:
+    """The tiny config with the default pool of two worker processes per stage."""
+    return write_tiny_params(tmp_path / "params.yaml", processes=2)
 
 
 def _env(tmp_path: Path) -> dict:

@@ -51,22 +51,32 @@ def augment(items: list[dict], prefixes: list[str], pairs: int, seed: int) -> li
     return out
 
 
-def preference_sets(params: Params) -> tuple[dict[str, tuple[list[dict], list[dict]]], dict[str, str]]:
-    """{source: (train, test)}: the synthetic pairs (with the planted cue), and hh-rlhf's
-    human preferences where configured and present (split by ``test_share``); a note each."""
-    cfg = params.prefix
-    sets = {"synthetic": preference_items(params)}
-    notes = {"synthetic": f"{cfg.n_items} template items, correct vs degraded answer"
-                          + (f", {cfg.planted_prefix.strip()!r} planted on {cfg.planted_share:.0%} of chosen"
-                             if cfg.planted_prefix else "")}
-    hh = cfg.hh_rlhf
-    if hh is not None:
-        if Path(hh.path).exists():
-            items, notes["hh-rlhf"] = hh_rlhf_items(hh.path, hh.n_items, params.seed + 12)
-            cut = int(round(len(items) * (1 - cfg.test_share)))
-            sets["hh-rlhf"] = (items[:cut], items[cut:])
-        else:
-            notes["hh-rlhf"] = f"skipped: no hh-rlhf data at {hh.path} (see ../shared/data/SOURCES.md)"
+def preference_sources(params: Params) -> list[str]:
+    """The preference sources the stage audits: the synthetic pairs, and hh-rlhf where
+    configured and present."""
+    hh = params.prefix.hh_rlhf
+    return ["synthetic"] + (["hh-rlhf"] if hh is not None and Path(hh.path).exists() else [])
+
+
+def preference_sets(params: Params, sources: list[str] | None = None
+                    ) -> tuple[dict[str, tuple[list[dict], list[dict]]], dict[str, str]]:
+    """{source: (train, test)} of ``sources`` (default: every configured one): the
+    synthetic pairs (with the planted cue), and hh-rlhf's human preferences (split by
+    ``test_share``); a note each, and one for hh-rlhf configured but absent."""
+    cfg, hh = params.prefix, params.prefix.hh_rlhf
+    wanted = preference_sources(params) if sources is None else sources
+    sets, notes = {}, {}
+    if "synthetic" in wanted:
+        sets["synthetic"] = preference_items(params)
+        notes["synthetic"] = (f"{cfg.n_items} template items, correct vs degraded answer"
+                              + (f", {cfg.planted_prefix.strip()!r} planted on {cfg.planted_share:.0%} of chosen"
+                                 if cfg.planted_prefix else ""))
+    if "hh-rlhf" in wanted:
+        items, notes["hh-rlhf"] = hh_rlhf_items(hh.path, hh.n_items, params.seed + 12)
+        cut = int(round(len(items) * (1 - cfg.test_share)))
+        sets["hh-rlhf"] = (items[:cut], items[cut:])
+    elif sources is None and hh is not None:
+        notes["hh-rlhf"] = f"skipped: no hh-rlhf data at {hh.path} (see ../shared/data/SOURCES.md)"
     return sets, notes
 
 
@@ -89,8 +99,7 @@ def prefix_units(params: Params) -> list[tuple[str, str]]:
     """The (source, base) pairs the stage audits: every base on the synthetic pairs (the
     cross-model table), hh-rlhf's on the main base unless ``every_base``."""
     cfg = params.prefix
-    sources = ["synthetic"] + (["hh-rlhf"] if cfg.hh_rlhf is not None and Path(cfg.hh_rlhf.path).exists() else [])
-    return [(source, base) for source in sources
+    return [(source, base) for source in preference_sources(params)
             for base in (cfg.all_bases if source == "synthetic" or cfg.hh_rlhf.every_base else [cfg.base])]
 
 
@@ -102,7 +111,7 @@ def prefix_unit(params: Params, source: str, base: str, models_dir: Path, out: P
     are written under ``out``."""
     cfg = params.prefix
     stats = dict(n_boot=params.audit.n_boot, confidence=params.audit.confidence, seed=params.seed)
-    train, test = preference_sets(params)[0][source]
+    train, test = preference_sets(params, [source])[0][source]
     spec = params.spec_for(base, models_dir)
     plans = {("baseline", "-"): train}
     plans |= {("group-aug", g): augment(train, cfg.groups[g], cfg.aug_pairs, params.seed) for g in cfg.groups}
