@@ -123,7 +123,8 @@ def test_boat_runs_on_a_real_tiny_model(tiny_lm):
     from judgeaudit.audits.boat_eval import single_effects, single_runs
 
     alone = single_runs(tiny_lm, items, runs=2, shots=1, shot_pool=[pool] * len(items), seed=3)
-    assert len(alone) == 2 * len(SINGLE) * 12 and set(alone.intervention) == set(SINGLE)
+    measured = set(SINGLE) - {"question_jitter"}  # no item here has a solution program
+    assert len(alone) == 2 * len(measured) * 12 and set(alone.intervention) == measured
     effects = single_effects(alone, first, n_boot=200, confidence=0.95, seed=0)
     assert (effects.n == 12).all() and (effects.delta_ci_low <= effects.delta).all()
     assert ((effects.accuracy - effects.delta).round(9) == round(first.groupby("item").vanilla_correct.mean().mean(), 9)).all()
@@ -172,4 +173,4 @@ def test_shots_whose_options_all_coincide_still_take_every_intervention(tiny_lm)
     items = [MCQ("What is 2 plus 3?", ("5", "6", "7", "8"), 0), MCQ("What is 4 plus 4?", ("9", "8", "7", "6"), 1)]
     runs = boat_runs(tiny_lm, items, runs=3, shots=5, shot_pool=[pool, pool], seed=1)
     alone = single_runs(tiny_lm, items, runs=1, shots=5, shot_pool=[pool, pool], seed=1)
-    assert len(runs) == 6 and len(alone) == len(SINGLE) * 2
+    assert len(runs) == 6 and len(alone) == (len(SINGLE) - 1) * 2  # question jitter: no item has a program

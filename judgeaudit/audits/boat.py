@@ -14,10 +14,13 @@ to the prompt. As the paper defines them:
   first, and the model is told to answer only the last one;
 - option shuffling and label replacement: the options reordered, relabelled;
 - binary transformation: true/false for every option (the item is right only when every
-  option is judged right); alone.
+  option is judged right); alone, or after question jitter;
+- question jitter (word problems with a solution program, GSM8K): new numbers in the
+  question, the answer re-solved and the numeric options moved with it.
 
 ``sample_bag`` draws a bag with the paper's probabilities (0.5 each, binary
-transformation 0.1) and constraints.
+transformation 0.1) and constraints; question jitter is drawn last, for items it can
+change only, so the other items' bags do not depend on whether a dataset has any.
 """
 
 from __future__ import annotations
@@ -89,36 +92,59 @@ def binary_transformation(item: MCQ, rng: random.Random, pool: Sequence[MCQ] = (
                    instructions=_instruct(item, "Say whether the option shown is a correct answer to the question."))
 
 
-MCQ_INTERVENTIONS = {"distractor_hint": distractor_hint, "distractor_question": distractor_question,
+def question_jitter(item: MCQ, rng: random.Random, pool: Sequence[MCQ] = ()) -> MCQ:
+    """New numbers in a word problem and its answer re-solved (``item.program``); every
+    numeric option moves by the answer's change, so the distractors keep their distances.
+    An item it cannot change (no program, or no jitter that keeps the steps whole) is
+    returned as it is."""
+    if not item.jitterable:
+        return item
+    jittered = item.program.jitter(rng)
+    if jittered is None:
+        return item
+    question, answer = jittered
+    delta = answer - int(item.options[item.answer])
+    return replace(item, question=question, options=tuple(str(int(o) + delta) for o in item.options),
+                   program=None)
+
+
+MCQ_INTERVENTIONS = {"question_jitter": question_jitter, "distractor_hint": distractor_hint, "distractor_question": distractor_question,
                      "answer_removal": answer_removal, "option_shuffling": option_shuffling,
                      "label_replacement": label_replacement, "binary_transformation": binary_transformation}
 # applied in this order: the hint before answer removal (which needs it), shuffling and
 # relabelling last so every earlier change is carried along
 ORDER = ("distractor_question", "distractor_hint", "answer_removal", "option_shuffling", "label_replacement")
-PROBABILITIES = {name: 0.5 for name in ORDER} | {"binary_transformation": 0.1}
+PROBABILITIES = {name: 0.5 for name in ORDER} | {"binary_transformation": 0.1, "question_jitter": 0.5}
 # each intervention alone, as the paper measures it (answer removal only with its hint)
 SINGLE = {"distractor_question": ("distractor_question",), "distractor_hint": ("distractor_hint",),
           "answer_removal": ("distractor_hint", "answer_removal"), "option_shuffling": ("option_shuffling",),
-          "label_replacement": ("label_replacement",), "binary_transformation": ("binary_transformation",)}
+          "label_replacement": ("label_replacement",), "binary_transformation": ("binary_transformation",),
+          "question_jitter": ("question_jitter",)}  # on the items it can change only
 
 
-def sample_bag(rng: random.Random, answer_removal_scale: float = 1.0) -> tuple[str, ...]:
-    """A bag under the constraints: binary transformation alone; answer removal only with
-    a distractor hint. ``answer_removal_scale`` halves it for few-shot examples."""
+def sample_bag(rng: random.Random, answer_removal_scale: float = 1.0, jitter: bool = False) -> tuple[str, ...]:
+    """A bag under the constraints: binary transformation alone (or after question
+    jitter); answer removal only with a distractor hint. ``answer_removal_scale`` halves it
+    for few-shot examples; ``jitter``: the item can take question jitter."""
     if rng.random() < PROBABILITIES["binary_transformation"]:
-        return ("binary_transformation",)
-    bag = [n for n in ORDER if n != "answer_removal" and rng.random() < PROBABILITIES[n]]
-    if "distractor_hint" in bag and rng.random() < PROBABILITIES["answer_removal"] * answer_removal_scale:
-        bag.append("answer_removal")
-    return tuple(n for n in ORDER if n in bag)
+        bag: tuple[str, ...] = ("binary_transformation",)
+    else:
+        drawn = [n for n in ORDER if n != "answer_removal" and rng.random() < PROBABILITIES[n]]
+        if "distractor_hint" in drawn and rng.random() < PROBABILITIES["answer_removal"] * answer_removal_scale:
+            drawn.append("answer_removal")
+        bag = tuple(n for n in ORDER if n in drawn)
+    if jitter and rng.random() < PROBABILITIES["question_jitter"]:
+        bag = ("question_jitter", *bag)
+    return bag
 
 
 def apply_bag(item: MCQ, bag: tuple[str, ...], rng: random.Random, pool: Sequence[MCQ] = ()) -> MCQ:
-    if "binary_transformation" in bag and len(bag) > 1:
-        raise ValueError("binary transformation must be applied alone")
+    rest = tuple(n for n in bag if n != "question_jitter")
+    if "binary_transformation" in rest and len(rest) > 1:
+        raise ValueError("binary transformation must be applied alone (or after question jitter)")
     if "answer_removal" in bag and "distractor_hint" not in bag:
         raise ValueError("answer removal needs a distractor hint")
-    order = ("binary_transformation",) if bag == ("binary_transformation",) else ORDER
+    order = ("question_jitter",) + (("binary_transformation",) if rest == ("binary_transformation",) else ORDER)
     for name in order:
         if name in bag:
             item = MCQ_INTERVENTIONS[name](item, rng, pool)

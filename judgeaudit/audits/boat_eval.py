@@ -47,7 +47,8 @@ def _shots(pool: Sequence[MCQ], k: int, rng: random.Random, intervene: bool,
     picked = rng.sample(list(pool), min(k, len(pool))) if k else []
     if not intervene:
         return picked
-    return [apply_bag(s, sample_bag(rng, answer_removal_scale=0.5), rng, dataset or pool) for s in picked]
+    return [apply_bag(s, sample_bag(rng, answer_removal_scale=0.5, jitter=s.jitterable), rng, dataset or pool)
+            for s in picked]
 
 
 def _pools(items: Sequence[MCQ], shot_pool: Sequence[MCQ] | Sequence[Sequence[MCQ]]) -> list[Sequence[MCQ]]:
@@ -78,7 +79,7 @@ def boat_runs(model: LanguageModel, items: Sequence[MCQ], *, runs: int = 5, shot
     for run in range(runs):
         rng = random.Random(seed * 1000 + run)
         vanilla_shots = [_shots(pool, shots, rng, False) for pool in pools]
-        bags = [sample_bag(rng) for _ in items]
+        bags = [sample_bag(rng, jitter=item.jitterable) for item in items]
         boat_items = [apply_bag(item, bag, rng, dataset) for item, bag in zip(items, bags)]
         boat_shots = [_shots(pool, shots, rng, True, dataset) for pool in pools]
         vanilla = predict(model, items, vanilla_shots)
@@ -99,11 +100,15 @@ def single_runs(model: LanguageModel, items: Sequence[MCQ], *, runs: int = 5, sh
     for run in range(runs):
         rng = random.Random(seed * 1000 + 500 + run)
         for name, bag in SINGLE.items():
-            picked = [_shots(pool, shots, rng, False) for pool in pools]
-            changed = [apply_bag(item, bag, rng, dataset) for item in items]
+            # question jitter alone: on the items it can change (none: not measured)
+            keep = [k for k, item in enumerate(items) if name != "question_jitter" or item.jitterable]
+            if not keep:
+                continue
+            picked = [_shots(pools[k], shots, rng, False) for k in keep]
+            changed = [apply_bag(items[k], bag, rng, dataset) for k in keep]
             shown = [[apply_bag(s, bag, rng, dataset) for s in sh] for sh in picked]
             rows += [{"run": run, "intervention": name, "item": k, "correct": c}
-                     for k, c in enumerate(predict(model, changed, shown))]
+                     for k, c in zip(keep, predict(model, changed, shown))]
     return pd.DataFrame(rows)
 
 
@@ -114,9 +119,11 @@ def single_effects(single: pd.DataFrame, vanilla: pd.DataFrame, *, n_boot: int, 
     base = vanilla.groupby("item")["vanilla_correct"].mean()
     rows = []
     for name, g in single.groupby("intervention", sort=False):
-        acc = g.groupby("item")["correct"].mean().reindex(base.index)
+        acc = g.groupby("item")["correct"].mean()  # paired over the items it was applied to
+        acc = acc.reindex([k for k in base.index if k in acc.index])
         est = mean_ci(acc.to_numpy(dtype=float), n_boot=n_boot, confidence=confidence, seed=seed)
-        delta = mean_ci((acc - base).to_numpy(dtype=float), n_boot=n_boot, confidence=confidence, seed=seed)
+        delta = mean_ci((acc - base.reindex(acc.index)).to_numpy(dtype=float), n_boot=n_boot,
+                        confidence=confidence, seed=seed)
         rows.append({"intervention": name, "accuracy": est.estimate, "ci_low": est.ci_low, "ci_high": est.ci_high,
                      "delta": delta.estimate, "delta_ci_low": delta.ci_low, "delta_ci_high": delta.ci_high,
                      "n": est.n})

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 
 from judgeaudit.generation.corpus import Item, degrade, make_items
+from judgeaudit.generation.math_program import Program
 
 LETTERS = "ABCDEFGHIJ"
 NONE_LABEL = "N"  # the reply for "no option is correct" (distractor hint, answer removal)
@@ -29,6 +30,13 @@ class MCQ:
     instructions: tuple[str, ...] = ()  # one per intervention applied
     none_allowed: bool = False  # distractor hint: N is a valid reply
     binary: bool = False  # binary transformation: true/false for every option
+    program: Program | None = None  # a word problem's solution as a program: question jitter re-solves it
+
+    @property
+    def jitterable(self) -> bool:
+        """Whether question jitter can change this item (numeric options, a program with
+        numbers it may move)."""
+        return self.program is not None and any(self.program.jitterable) and self.answer is not None
 
     def __post_init__(self) -> None:
         if self.answer is None and not self.none_allowed:

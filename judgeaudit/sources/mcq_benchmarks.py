@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from judgeaudit.generation.math_program import NotAProgram, Program, parse_program
 from judgeaudit.generation.mcq import MCQ, answer_jitter
 from judgeaudit.tables import InputError, read_jsonl
 
@@ -104,16 +105,28 @@ def read_gsm8k(root: str | Path, n_items: int, seed: int) -> RealItems:
         answer = gsm8k_answer(rec["answer"])
         if answer is None:
             raise InputError(f"{path}: line {line_no}: field 'answer' does not end in '#### <integer>'")
-        problems.append((rec["question"], answer))
+        problems.append((rec["question"], answer, _program(rec["question"], rec["answer"])))
     rng = random.Random(seed)
     mcqs = []
-    for question, answer in problems:
+    for question, answer, program in problems:
         jittered = answer_jitter(answer, rng)
-        mcqs.append(MCQ(question, jittered.options, jittered.answer))
+        mcqs.append(MCQ(question, jittered.options, jittered.answer, program=program))
     order = rng.sample(range(len(mcqs)), len(mcqs))
     chosen, rest = order[:n_items], order[n_items:] or order
     pool = [mcqs[i] for i in rest[:50]]
     items = [mcqs[i] for i in chosen]
+    n_jitter = sum(item.jitterable for item in items)
     return RealItems(items, ["gsm8k"] * len(items), [pool] * len(items),
                      f"GSM8K: {len(items)} of {len(problems)} problems, four options by answer jitter; "
-                     "shots from other problems")
+                     f"question jitter on {n_jitter} of them (their calculator annotations read as a program "
+                     "and re-solved); shots from other problems")
+
+
+def _program(question: str, solution: str) -> Program | None:
+    """The solution's program, where question jitter can use it (None: not readable as
+    one, or no number it may move, or no tried jitter keeps the steps whole)."""
+    try:
+        program = parse_program(question, solution)
+    except NotAProgram:
+        return None
+    return program if program.jitter(random.Random(0)) is not None else None
