@@ -83,8 +83,9 @@ def _parser() -> argparse.ArgumentParser:
     lb.add_argument("--n-boot", type=int, default=1000)
     lb.add_argument("--seed", type=int, default=0)
     deps = sub.add_parser("deps", help="check that dvc.yaml's deps cover the code each stage runs (its import "
-                                       "closure), or rewrite them from it")
-    deps.add_argument("--write", action="store_true", help="rewrite dvc.yaml's code deps (data deps kept)")
+                                       "closure) and its params the sections it reads, or rewrite them")
+    deps.add_argument("--write", action="store_true",
+                      help="rewrite dvc.yaml's code deps (data deps kept) and params from the code")
     check = sub.add_parser("check-params", help="validate a params file and exit")
     check.add_argument("--params", default="params.yaml")
     return p
@@ -288,21 +289,28 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _deps(args: argparse.Namespace) -> int:
-    from flows.deps import ROOT, rewrite_deps, stage_deps
+    import yaml
+
+    from flows.deps import ROOT, rewrite_deps, rewrite_params, stage_deps, stage_params
 
     path = ROOT / "dvc.yaml"
     need, missing = stage_deps(path)
+    params = {stage: stage_params(stage) for stage in need}
     if args.write:
-        path.write_text(rewrite_deps(path.read_text(), need))
-        print(f"{path}: code deps rewritten for {len(need)} stages")
+        path.write_text(rewrite_params(rewrite_deps(path.read_text(), need), params))
+        print(f"{path}: code deps and params rewritten for {len(need)} stages")
         return 0
+    declared = {stage: spec.get("params", []) for stage, spec in yaml.safe_load(path.read_text())["stages"].items()}
+    wrong = {stage: p for stage, p in params.items() if p != declared.get(stage, [])}
     for stage, files in missing.items():
         if files:
             print(f"{stage}: dvc.yaml's deps miss {', '.join(files)}")
-    if any(missing.values()):
+    for stage, p in wrong.items():
+        print(f"{stage}: dvc.yaml's params are {declared.get(stage, [])}, its tasks' cache keys and flow read {p}")
+    if any(missing.values()) or wrong:
         print("run `judgeaudit deps --write` to rewrite them from the code", file=sys.stderr)
         return 1
-    print(f"{path}: the deps of all {len(need)} stages cover the code they run")
+    print(f"{path}: the deps of all {len(need)} stages cover the code they run, and their params what it reads")
     return 0
 
 

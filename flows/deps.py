@@ -227,3 +227,47 @@ def stage_deps(dvc_yaml: Path = ROOT / "dvc.yaml") -> tuple[dict[str, list[str]]
         need[name] = code_deps(files)
         missing[name] = sorted(str(f.relative_to(ROOT)) for f in files if not covered(f, stage.get("deps", [])))
     return need, missing
+
+
+def stage_params(name: str) -> list[str]:
+    """The params sections stage ``name`` reads, as dvc.yaml lists them: what its tasks'
+    cache keys read (``artifact_cache``) and what its flow reads itself (the module's
+    ``PARAMS``). One declaration for both caches: a section is in a task's cache key
+    exactly when DVC reruns the stage for it."""
+    import importlib
+
+    from prefect import Task
+
+    from judgeaudit.config import Params
+
+    module = importlib.import_module(f"flows.stage.{name}")
+    sections = set(getattr(module, "PARAMS", ()))
+    for obj in vars(module).values():
+        if isinstance(obj, Task):
+            sections |= set(getattr(obj.cache_policy, "sections", ()))
+    whole = {s for s in sections if "." not in s}
+    kept = whole | {s for s in sections if s.split(".")[0] not in whole}
+    order = list(Params.model_fields)
+    return sorted(kept, key=lambda s: (order.index(s.split(".")[0]), s))
+
+
+def rewrite_params(text: str, params: dict[str, list[str]]) -> str:
+    """dvc.yaml's text with each stage's ``params:`` list replaced by ``params[stage]``
+    (a stage without one gets one after its deps)."""
+    lines, out, stage, in_params = text.splitlines(), [], None, False
+    for line in lines:
+        stripped = line.strip()
+        if in_params:
+            if stripped.startswith("- ") and line.startswith(indent):
+                continue
+            in_params = False
+        if line.startswith("  ") and not line.startswith("   ") and stripped.endswith(":"):
+            stage = stripped[:-1]
+        if stripped == "params:" and stage in params:
+            out.append(line)
+            indent = line[: len(line) - len(line.lstrip())] + "  "
+            out += [f"{indent}- {p}" for p in params[stage]]
+            in_params = True
+            continue
+        out.append(line)
+    return "\n".join(out) + "\n"

@@ -4,6 +4,7 @@ failure never leaves a half-written file in data/."""
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import os
 import re
@@ -19,20 +20,26 @@ class InputError(ValueError):
     """An input file is unusable; the message names the file, row and field."""
 
 
+def numbered_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
+    """(line number, object) of each JSON line of ``path`` (gzipped when it ends in .gz);
+    errors name the file and line."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{path}: line {lineno}: malformed JSON ({exc.msg})") from None
+            if not isinstance(row, dict):
+                raise InputError(f"{path}: line {lineno}: expected a JSON object, got {type(row).__name__}")
+            yield lineno, row
+
+
 def read_jsonl(path: Path) -> list[dict]:
     """JSON lines, each an object; errors name the file and line."""
-    rows = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}: line {lineno}: malformed JSON ({exc.msg})") from None
-        if not isinstance(row, dict):
-            raise InputError(f"{path}: line {lineno}: expected a JSON object, got {type(row).__name__}")
-        rows.append(row)
-    return rows
+    return [row for _, row in numbered_jsonl(path)]
 
 
 def read_table(path: str | Path, required: Sequence[str] = ()) -> pd.DataFrame:

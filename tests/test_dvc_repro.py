@@ -4,6 +4,8 @@ to the length-controlled GLM makes `dvc status` flag the stage that runs it."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -18,9 +20,9 @@ from tests.conftest import ROOT, tiny_params
 pytestmark = pytest.mark.slow
 
 
-def _sh(*args: str, cwd: Path) -> str:
+def _sh(*args: str, cwd: Path, **extra: str) -> str:
     bindir = str(Path(sys.executable).parent)
-    env = {**__import__("os").environ, "PATH": bindir + ":" + __import__("os").environ["PATH"]}
+    env = {**os.environ, "PATH": bindir + ":" + os.environ["PATH"], **extra}
     out = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, f"{' '.join(args)} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
     return out.stdout + out.stderr
@@ -40,11 +42,26 @@ def test_dvc_repro(prefect_server, tmp_path):
     _sh("git", "init", "-q", cwd=repo)
     _sh("dvc", "init", "-q", cwd=repo)
 
-    first = _sh("dvc", "repro", cwd=repo)
+    trace = tmp_path / "params-read.jsonl"
+    first = _sh("dvc", "repro", cwd=repo, JUDGEAUDIT_TRACE_PARAMS=str(trace))
     assert _ran(first) == {"bootstrap", "generate", "train", "respond", "judge", "audit",
                             "robustness", "leakage_studies", "boat", "pu", "prefix", "score_range", "real_judges", "leaderboard",
                             "report"}
     assert (repo / "data/report/report.html").exists()
+    # every params section a stage read is among its dvc.yaml params (and so in its tasks'
+    # cache keys): none can change without DVC rerunning the stage; `scale` only says how
+    # the work is spread over processes
+    declared = {name: {p.split(".")[0] for p in stage.get("params", [])}
+                for name, stage in yaml.safe_load((repo / "dvc.yaml").read_text())["stages"].items()}
+    reads = {}
+    for line in trace.read_text().splitlines():
+        rec = json.loads(line)
+        if rec["argv"][:1] == ["run"]:
+            reads[rec["argv"][1]] = set(rec["sections"])
+    assert set(reads) == set(declared)
+    undeclared = {name: sorted(read - declared[name] - {"scale"}) for name, read in reads.items()}
+    assert not any(undeclared.values()), undeclared
+    assert reads["boat"] >= {"judge", "leakage"}  # the probe asks the roster's judges
     lock = (repo / "dvc.lock").read_text()
 
     second = _sh("dvc", "repro", cwd=repo)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from flows.deps import code_deps, covered, rewrite_deps, stage_deps, stage_files
+from flows.deps import code_deps, covered, rewrite_deps, rewrite_params, stage_deps, stage_files, stage_params
 from tests.conftest import ROOT
 
 STAGES_YAML = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
@@ -18,6 +18,28 @@ def test_dvc_yaml_deps_cover_each_stage_import_closure():
     _, missing = stage_deps(ROOT / "dvc.yaml")
     gaps = {stage: files for stage, files in missing.items() if files}
     assert not gaps, f"dvc.yaml's deps miss code the stages run (fix: `judgeaudit deps --write`): {gaps}"
+
+
+def test_dvc_params_are_what_the_task_cache_keys_and_flows_read():
+    """One declaration for both caches: a stage's dvc.yaml params are the sections its
+    tasks' cache keys read plus its flow's PARAMS, so DVC and Prefect rerun on the same
+    changes (the tiny `dvc repro` test checks them against the sections actually read)."""
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    wrong = {name: (stage.get("params", []), stage_params(name)) for name, stage in stages.items()
+             if stage.get("params", []) != stage_params(name)}
+    assert not wrong, f"run `judgeaudit deps --write`: {wrong}"
+    assert {"judge", "leakage"} <= set(stage_params("boat"))  # the probe's judges key its cache
+    assert "leakage" in stage_params("robustness") and "leakage.judges" not in stage_params("robustness")
+
+
+def test_rewrite_params_replaces_only_the_params_lists():
+    text = (ROOT / "dvc.yaml").read_text()
+    changed = rewrite_params(text, {"boat": ["seed", "boat"]})
+    assert yaml.safe_load(changed)["stages"]["boat"]["params"] == ["seed", "boat"]
+    before, after = yaml.safe_load(text)["stages"], yaml.safe_load(changed)["stages"]
+    assert {k: v for k, v in before.items() if k != "boat"} == {k: v for k, v in after.items() if k != "boat"}
+    assert {k: v for k, v in before["boat"].items() if k != "params"} == \
+        {k: v for k, v in after["boat"].items() if k != "params"}
 
 
 def test_closure_follows_the_stage_not_the_whole_library():

@@ -15,9 +15,10 @@ from judgeaudit.tables import write_json
 from tasks.cache import LOAD, MODELS, artifact_cache
 
 
-@task(cache_policy=artifact_cache(("seed", "corpus", "audit", "boat", *MODELS), output="out"), **LOAD)
+@task(cache_policy=artifact_cache(("seed", "corpus", "audit", "boat", "judge", "leakage", *MODELS), output="out"), **LOAD)
 def boat_audit(params: Params, model_dir: Path, out: Path) -> tuple[pd.DataFrame, dict]:
-    """``out``: where the contaminated model is written."""
+    """``out``: where the contaminated model is written. ``judge`` and ``leakage``: the
+    agents-as-evaluator probe asks every judge of the roster."""
     return boat.boat_stage(params, Layout(out.parent.parent))
 
 

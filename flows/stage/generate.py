@@ -14,6 +14,11 @@ from judgeaudit.layout import Layout
 from tasks.cache import LOAD, MODELS, artifact_cache
 
 
+# params the flow reads beside its tasks' cache keys (the generators it runs);
+# with those: dvc.yaml's params (`judgeaudit deps --write`)
+PARAMS = ("leakage.generators",)
+
+
 @task(cache_policy=artifact_cache((*MODELS, "generate")), task_run_name="generate-{generator}", **LOAD)
 def generate_answers(params: Params, generator: str, prompts: pd.DataFrame, model_dir: Path,
                      root: str) -> pd.DataFrame:

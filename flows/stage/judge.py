@@ -17,6 +17,9 @@ from judgeaudit.judging.student_pairs import comparisons, unique_roster
 from judgeaudit.layout import Layout
 from tasks.cache import LOAD, MODELS, artifact_cache
 
+# params the flow reads beside its tasks' cache keys (the roster and the student pairs it judges);
+# with those: dvc.yaml's params (`judgeaudit deps --write`)
+PARAMS = ("leakage",)
 # one row order for the judgments table, however the judging was sharded
 JUDGMENT_ORDER = ["judge", "method", "student_base", "generator_a", "generator_b", "prompt_id", "order"]
 

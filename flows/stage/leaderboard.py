@@ -12,6 +12,11 @@ from judgeaudit.layout import Layout
 from judgeaudit.pipeline.leaderboard import leaderboard_stage
 
 
+# params the flow reads beside its tasks' cache keys (read in its uncached task);
+# with those: dvc.yaml's params (`judgeaudit deps --write`)
+PARAMS = ("seed", "audit.confidence", "leaderboard")
+
+
 @task(retries=1, retry_delay_seconds=5)
 def leaderboard(params: Params, out: Path) -> dict:
     """Not cached by Prefect: its input is a folder outside the project (DVC decides reruns)."""

@@ -12,6 +12,11 @@ from judgeaudit.pipeline import real_judges
 from judgeaudit.layout import Layout
 
 
+# params the flow reads beside its tasks' cache keys (read in its uncached task);
+# with those: dvc.yaml's params (`judgeaudit deps --write`)
+PARAMS = ("seed", "audit.confidence", "real_judges")
+
+
 @task(retries=1, retry_delay_seconds=5)
 def real_judges_audit(params: Params, root: str) -> real_judges.VerdictAudit:
     """Not cached by Prefect: its inputs are files outside the project (DVC decides reruns)."""

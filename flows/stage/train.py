@@ -18,6 +18,11 @@ from judgeaudit.training.students import student_id
 from tasks.cache import LOAD, MODELS, artifact_cache
 
 
+# params the flow reads beside its tasks' cache keys (the students it trains);
+# with those: dvc.yaml's params (`judgeaudit deps --write`)
+PARAMS = ("leakage.generators", "leakage.students", "leakage.methods")
+
+
 @task(cache_policy=artifact_cache((*MODELS, "train"), output="out"), task_run_name="train-{out.name}", **LOAD)
 def train_student(params: Params, base: str, generator: str, method: str, synthetic: pd.DataFrame,
                   base_dir: Path, out: Path) -> dict:

@@ -4,12 +4,10 @@ rejected) items for reward-model training and the prefix-bias audit."""
 
 from __future__ import annotations
 
-import gzip
-import json
 import random
 from pathlib import Path
 
-from judgeaudit.tables import InputError
+from judgeaudit.tables import InputError, numbered_jsonl
 
 TURN = "\n\nAssistant:"
 
@@ -34,29 +32,21 @@ def hh_rlhf_items(path: str | Path, n_items: int, seed: int, question_chars: int
         if not found:
             raise InputError(f"{path}: no test.jsonl(.gz) under it (hh-rlhf layout)")
         path = found[0]
-    opener = gzip.open if path.suffix == ".gz" else open
     items, skipped = [], 0
-    with opener(path, "rt", encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise InputError(f"{path}: line {line_no}: not JSON ({err.msg})") from None
-            for field in ("chosen", "rejected"):
-                if not isinstance(rec.get(field), str):
-                    raise InputError(f"{path}: line {line_no}: field {field!r} missing or not text")
-            try:
-                (q1, chosen), (q2, rejected) = split_dialogue(rec["chosen"]), split_dialogue(rec["rejected"])
-            except ValueError:
-                skipped += 1
-                continue
-            if q1 != q2 or not chosen or not rejected or chosen == rejected:
-                skipped += 1
-                continue
-            items.append({"q": q1[-question_chars:], "chosen": chosen[:answer_chars],
-                          "rejected": rejected[:answer_chars]})
+    for line_no, rec in numbered_jsonl(path):
+        for field in ("chosen", "rejected"):
+            if not isinstance(rec.get(field), str):
+                raise InputError(f"{path}: line {line_no}: field {field!r} missing or not text")
+        try:
+            (q1, chosen), (q2, rejected) = split_dialogue(rec["chosen"]), split_dialogue(rec["rejected"])
+        except ValueError:
+            skipped += 1
+            continue
+        if q1 != q2 or not chosen or not rejected or chosen == rejected:
+            skipped += 1
+            continue
+        items.append({"q": q1[-question_chars:], "chosen": chosen[:answer_chars],
+                      "rejected": rejected[:answer_chars]})
     picked = random.Random(seed).sample(items, min(n_items, len(items)))
     return picked, (f"hh-rlhf ({path.parent.name}): {len(picked)} of {len(items)} usable pairs "
                     f"({skipped} skipped: dialogues differing before the last turn, or equal/empty answers)")

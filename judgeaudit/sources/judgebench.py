@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from judgeaudit.sources.judgment_table import ReadReport, make_table, need
-from judgeaudit.tables import InputError, read_jsonl
+from judgeaudit.tables import InputError, numbered_jsonl
 
 SOURCE = "judgebench"
 _DECISION = {"A>B": "1", "B>A": "2", "A=B": "tie", "B=A": "tie"}
@@ -80,8 +80,8 @@ def read_judgebench(root: str | Path) -> tuple[pd.DataFrame, ReadReport]:
 def _read_pairs(path: Path, model: str, report: ReadReport) -> dict[str, dict]:
     file = report.file(path)
     items = {}
-    for k, rec in enumerate(read_jsonl(path)):
-        where = f"line {k + 1}"
+    for line_no, rec in numbered_jsonl(path):
+        where = f"line {line_no}"
         pid = str(need(rec, "pair_id", path, where))
         if pid in items:
             file.reject("duplicated pair_id (first kept)")
@@ -103,8 +103,8 @@ def _read_judge(path: Path, model: str, strategy: str, judge: str, pairs: dict |
                 report: ReadReport) -> list[dict]:
     file = report.file(path)
     rows, seen = [], set()
-    for k, rec in enumerate(read_jsonl(path)):
-        where = f"line {k + 1}"
+    for line_no, rec in numbered_jsonl(path):
+        where = f"line {line_no}"
         item = _item(rec, model, path, where)
         pid = item["item_id"]
         if pid in seen:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from judgeaudit.generation.math_program import NotAProgram, Program, parse_program
 from judgeaudit.generation.mcq import MCQ, answer_jitter
-from judgeaudit.tables import InputError, read_jsonl
+from judgeaudit.tables import InputError, numbered_jsonl
 
 MMLU_FIELDS = ("question", "choice0", "choice1", "choice2", "choice3", "answer")
 _FINAL = re.compile(r"####\s*(-?[\d,]+(?:\.\d+)?)\s*$")
@@ -98,7 +98,7 @@ def read_gsm8k(root: str | Path, n_items: int, seed: int) -> RealItems:
     if not path.is_file():
         raise InputError(f"{path}: no such GSM8K file")
     problems = []
-    for line_no, rec in enumerate(read_jsonl(path), start=1):
+    for line_no, rec in numbered_jsonl(path):
         for field in ("question", "answer"):
             if not isinstance(rec.get(field), str):
                 raise InputError(f"{path}: line {line_no}: field {field!r} missing or not text")

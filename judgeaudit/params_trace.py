@@ -1,0 +1,46 @@
+"""Which params sections a run reads: with ``JUDGEAUDIT_TRACE_PARAMS=FILE`` set,
+``load_params`` hands out a ``Params`` that records every top-level section read from it,
+and the process appends them to FILE (one JSON line: its command line, the sections) as
+it exits. The test suite checks each stage's reads against the params dvc.yaml declares
+for it, so that a section a stage reads but does not declare cannot leave it stale."""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import sys
+from pathlib import Path
+
+from judgeaudit.config import Params
+
+ENV = "JUDGEAUDIT_TRACE_PARAMS"
+_SEEN: set[str] = set()
+_REGISTERED = False
+_FIELDS = frozenset(Params.model_fields)
+
+
+class TracedParams(Params):
+    """A ``Params`` that notes the sections read from it (serialisation reads none)."""
+
+    def __getattribute__(self, name: str):
+        if name in _FIELDS:
+            _SEEN.add(name)
+        return super().__getattribute__(name)
+
+
+def _write(path: Path) -> None:
+    with path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps({"argv": sys.argv[1:], "sections": sorted(_SEEN)}) + "\n")
+
+
+def traced(params: Params) -> Params:
+    """``params`` as a ``TracedParams`` when ``JUDGEAUDIT_TRACE_PARAMS`` names a file."""
+    target = os.environ.get(ENV)
+    if not target:
+        return params
+    global _REGISTERED
+    if not _REGISTERED:
+        atexit.register(_write, Path(target))
+        _REGISTERED = True
+    return TracedParams.model_construct(**{name: params.__dict__[name] for name in _FIELDS})
