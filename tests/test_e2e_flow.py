@@ -76,7 +76,10 @@ def test_full_audit_flow(prefect_server, tiny_params_file, tmp_path):
     assert sum(boat["clean"]["confusion"].values()) == 2 * 8
     assert set(boat["real"]) == {"mmlu", "gsm8k"} and boat["real"]["mmlu"]["clean"]["n_items"] == 6
     single = pd.DataFrame(boat["single"])
-    assert set(single.benchmark) == {"generated", "mmlu", "gsm8k"} and len(single) == 3 * 2 * 6  # x models x alone
+    assert set(single.benchmark) == {"generated", "mmlu", "gsm8k"}
+    # models x each intervention alone: six on every benchmark, question jitter on GSM8K only
+    assert len(single) == 2 * (6 + 6 + 7)
+    assert set(single[single.intervention == "question_jitter"].benchmark) == {"gsm8k"}
     boat_rows = pd.read_parquet(first / "boat/results.parquet")
     assert len(boat_rows) == 2 * (2 * 8 + 6 + 6)  # models x (runs x generated + 1 run x real items)
     assert {r["judge"] for r in boat["probe"]} >= {"gen-f", "consensus"}
