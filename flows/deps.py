@@ -186,29 +186,32 @@ def code_deps(files: set[Path]) -> list[str]:
 CODE_ROOTS = PACKAGES  # deps under these are code, recomputed; any other dep (data/...) is kept
 
 
+def _rewrite_lists(text: str, key: str, lists: dict[str, list[str]], keep=lambda item: False) -> str:
+    """dvc.yaml's text with each stage's ``key:`` list replaced by ``lists[stage]``, its
+    items for which ``keep`` holds kept after them (comments and everything else as written)."""
+    out, stage, inside, indent = [], None, False, ""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if inside:
+            if stripped.startswith("- ") and line.startswith(indent):
+                if keep(stripped[2:]):
+                    out.append(line)
+                continue
+            inside = False
+        if line.startswith("  ") and not line.startswith("   ") and stripped.endswith(":"):
+            stage = stripped[:-1]
+        out.append(line)
+        if stripped == f"{key}:" and stage in lists:
+            indent = line[: len(line) - len(line.lstrip())] + "  "
+            out += [f"{indent}- {item}" for item in lists[stage]]
+            inside = True
+    return "\n".join(out) + "\n"
+
+
 def rewrite_deps(text: str, code: dict[str, list[str]]) -> str:
     """dvc.yaml's text with each stage's code deps replaced by ``code[stage]`` (data deps,
     comments and everything else kept as written)."""
-    lines, out, stage, in_deps = text.splitlines(), [], None, False
-    for line in lines:
-        stripped = line.strip()
-        if line.startswith("  ") and not line.startswith("   ") and stripped.endswith(":"):
-            stage = stripped[:-1]
-        if stripped == "deps:" and stage in code:
-            out.append(line)
-            indent = line[: len(line) - len(line.lstrip())] + "  "
-            out += [f"{indent}- {d}" for d in code[stage]]
-            in_deps = True
-            continue
-        if in_deps:
-            if stripped.startswith("- ") and line.startswith(indent):
-                if stripped[2:].split("/")[0] in CODE_ROOTS:
-                    continue  # a code dep: recomputed above
-                out.append(line)
-                continue
-            in_deps = False
-        out.append(line)
-    return "\n".join(out) + "\n"
+    return _rewrite_lists(text, "deps", code, keep=lambda dep: dep.split("/")[0] not in CODE_ROOTS)
 
 
 def stage_deps(dvc_yaml: Path = ROOT / "dvc.yaml") -> tuple[dict[str, list[str]], dict[str, list[str]]]:
@@ -253,21 +256,5 @@ def stage_params(name: str) -> list[str]:
 
 def rewrite_params(text: str, params: dict[str, list[str]]) -> str:
     """dvc.yaml's text with each stage's ``params:`` list replaced by ``params[stage]``
-    (a stage without one gets one after its deps)."""
-    lines, out, stage, in_params = text.splitlines(), [], None, False
-    for line in lines:
-        stripped = line.strip()
-        if in_params:
-            if stripped.startswith("- ") and line.startswith(indent):
-                continue
-            in_params = False
-        if line.startswith("  ") and not line.startswith("   ") and stripped.endswith(":"):
-            stage = stripped[:-1]
-        if stripped == "params:" and stage in params:
-            out.append(line)
-            indent = line[: len(line) - len(line.lstrip())] + "  "
-            out += [f"{indent}- {p}" for p in params[stage]]
-            in_params = True
-            continue
-        out.append(line)
-    return "\n".join(out) + "\n"
+    (a stage with no ``params:`` list, which reads none, is left without one)."""
+    return _rewrite_lists(text, "params", params)

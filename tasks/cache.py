@@ -65,17 +65,10 @@ def written(path: Path, artifacts: str | None = None) -> bool:
     return any(m.is_file() or any(f.is_file() for f in m.rglob("*")) for m in matches)
 
 
-def _section(dumped: dict, name: str) -> Any:
-    """A section of dumped params by its dotted name ("leakage.generators")."""
-    for part in name.split("."):
-        dumped = dumped[part]
-    return dumped
-
-
 def _digest(value: Any, sections: Sequence[str]) -> str:
     if isinstance(value, Params):
         dumped = value.model_dump(mode="json")
-        return json.dumps({k: _section(dumped, k) for k in sections} if sections else dumped, sort_keys=True)
+        return json.dumps({k: dumped[k] for k in sections} if sections else dumped, sort_keys=True)
     if isinstance(value, pd.DataFrame):
         return str(int(pd.util.hash_pandas_object(value, index=False).sum())) + str(list(value.columns))
     if isinstance(value, Path):
