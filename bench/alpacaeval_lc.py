@@ -83,6 +83,11 @@ def main() -> None:
 
     prefs = preferences(table)
     difficulty = instruction_difficulty(prefs, exclude=set(board.summary["flagged"]))
+    # one instruction order for every model and for the gamed rows, ours and AlpacaEval's
+    # alike: the GLM's cross-validation folds are cut by row position
+    order = sorted(difficulty.index)
+    prefs = (prefs.assign(position=pd.Index(order).get_indexer(prefs["prompt"]))
+             .sort_values(["model_2", "position"], kind="stable").drop(columns="position"))
     gamed, stand_in = gamed_stand_in(prefs)
     ours, seconds = {}, {}
     for glm, rows in (("length_controlled_noreg", None), ("length_controlled_v1", gamed)):
@@ -92,7 +97,6 @@ def main() -> None:
 
     python = ensure_venv()
     with tempfile.TemporaryDirectory() as work:
-        order = sorted(difficulty.index)  # one instruction order for every model
         (Path(work) / "annotations").mkdir()
         for model, grp in table.groupby("model_2"):
             if model == grp["model_1"].iloc[0]:

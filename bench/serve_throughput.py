@@ -1,7 +1,8 @@
 """`judgeaudit serve` under load: requests/s and p50/p99 latency at 1, 16 and 50 requests
-in flight, one request at a time (--max-batch 1: what the server did before dynamic
-batching, one global lock) against dynamic batching (--max-batch 16), same model, same
-requests, one run. Each request: a judge prompt, greedy, `--tokens` new tokens.
+in flight, one request at a time (--max-batch 1: what the server did before batching, one
+global lock) against continuous batching (--max-batch 16: requests join and leave the
+running batch at every decoding step), same model, same requests, one run. Each request:
+a judge prompt, greedy, `--tokens` new tokens.
 
     python bench/serve_throughput.py [--model data/models/gen-formal] [--requests 96] [--tokens 16]
     python bench/serve_throughput.py --scratch 512,8   # a wider, deeper Llama (random weights)
@@ -92,7 +93,7 @@ def main() -> None:
     print(f"model={args.model} requests={args.requests} new_tokens={args.tokens} (greedy)")
     print(f"{'server':<28}{'in flight':>10}{'req/s':>9}{'p50 s':>9}{'p99 s':>9}")
     rates = {}
-    for label, max_batch in (("one at a time (before)", 1), ("dynamic batching (after)", 16)):
+    for label, max_batch in (("one at a time (before)", 1), ("continuous batching (after)", 16)):
         server, url = _start(args.model, max_batch)
         _load(url, prompts[:4], 1, args.tokens)  # warm-up
         for in_flight in (1, 16, 50):
@@ -102,7 +103,7 @@ def main() -> None:
         server.terminate()
         server.wait()
     for in_flight in (16, 50):
-        after, before = rates["dynamic batching (after)", in_flight], rates["one at a time (before)", 1]
+        after, before = rates["continuous batching (after)", in_flight], rates["one at a time (before)", 1]
         print(f"at {in_flight} in flight, batched vs one at a time: {after / before:.1f}x "
               f"(vs the same load one at a time: {after / rates['one at a time (before)', in_flight]:.1f}x)")
 

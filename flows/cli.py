@@ -58,7 +58,8 @@ def _parser() -> argparse.ArgumentParser:
     srv.add_argument("--host", default="127.0.0.1")
     srv.add_argument("--port", type=int, default=8000)
     srv.add_argument("--max-tokens", type=int, default=512, help="the most tokens one request may ask for")
-    srv.add_argument("--max-batch", type=int, default=16, help="waiting requests generated together")
+    srv.add_argument("--max-batch", type=int, default=16,
+                     help="requests decoding together (continuous batching; 1: one at a time)")
     srv.add_argument("--max-queue", type=int, default=64, help="requests queued or running; beyond: 503")
     srv.add_argument("--truncate", action="store_true",
                      help="cut prompts longer than the context from the left (reported in usage) instead of 400")

@@ -1,8 +1,10 @@
-"""Which params sections a run reads: with ``JUDGEAUDIT_TRACE_PARAMS=FILE`` set,
-``load_params`` hands out a ``Params`` that records every top-level section read from it,
-and the process appends them to FILE (one JSON line: its command line, the sections) as
-it exits. The test suite checks each stage's reads against the params dvc.yaml declares
-for it, so that a section a stage reads but does not declare cannot leave it stale."""
+"""Which params a run reads: with ``JUDGEAUDIT_TRACE_PARAMS=FILE`` set, ``load_params``
+hands out a ``Params`` that records every section read from it ("leakage") and every field
+read from a section ("leakage.judges"), and the process appends them to FILE (one JSON
+line: its command line, the reads) as it exits. The test suite checks each stage's reads
+against the params dvc.yaml declares for it, so that a param a stage reads but does not
+declare cannot leave it stale. Reads that bypass attribute access (``model_dump`` of a
+section) are recorded as the section only."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ import json
 import os
 import sys
 from pathlib import Path
+
+from pydantic import BaseModel
 
 from judgeaudit.config import Params
 
@@ -29,6 +33,21 @@ class TracedParams(Params):
         return super().__getattribute__(name)
 
 
+def _traced_section(name: str, value):
+    """A copy of the section ``name`` that records "name.field" for each field read."""
+    if not isinstance(value, BaseModel):
+        return value
+    base, fields = type(value), frozenset(type(value).model_fields)
+
+    def __getattribute__(self, attr: str):
+        if attr in fields:
+            _SEEN.add(f"{name}.{attr}")
+        return base.__getattribute__(self, attr)
+
+    traced_type = type(f"Traced{base.__name__}", (base,), {"__getattribute__": __getattribute__})
+    return traced_type.model_construct(_fields_set=value.model_fields_set, **value.__dict__)
+
+
 def _write(path: Path) -> None:
     with path.open("a", encoding="utf-8") as f:
         f.write(json.dumps({"argv": sys.argv[1:], "sections": sorted(_SEEN)}) + "\n")
@@ -43,4 +62,4 @@ def traced(params: Params) -> Params:
     if not _REGISTERED:
         atexit.register(_write, Path(target))
         _REGISTERED = True
-    return TracedParams.model_construct(**{name: params.__dict__[name] for name in _FIELDS})
+    return TracedParams.model_construct(**{name: _traced_section(name, params.__dict__[name]) for name in _FIELDS})

@@ -7,8 +7,8 @@ puts one judge behind an endpoint for tools that speak the OpenAI API.
 As a serving engine would, it validates every field (400 naming the field, as OpenAI's
 API does), caps ``max_tokens``, refuses a prompt longer than the model's context unless
 told to truncate (and then says how many tokens it cut), bounds its queue (503 when
-full), stops generating for a client that has gone, and batches the requests that are
-waiting (dynamic batching) into one forward pass per step.
+full), stops generating for a client that has gone, and decodes greedy requests in one
+running batch that requests join and leave at every step (continuous batching).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
+from judgeaudit.models.continuous import Row, RunningBatch, supports_continuous
 from judgeaudit.models.hf import TransformersModel
 
 
@@ -59,10 +60,8 @@ class ChatRequest(BaseModel):
 @dataclass
 class ServeLimits:
     max_tokens: int = 512  # the most tokens one request may ask for
-    max_batch: int = 16  # requests generated together in one batch
+    max_batch: int = 16  # requests decoding together in the running batch
     max_queue: int = 64  # requests waiting or running; beyond: 503
-    # under load (the last batch held several requests), wait this long for a batch to fill
-    batch_wait_s: float = 0.05
     truncate: bool = False  # a prompt longer than the context: 400, or cut from the left and reported
 
 
@@ -77,24 +76,28 @@ class _Job:
     future: Future = field(default_factory=Future)
     gone: threading.Event = field(default_factory=threading.Event)
 
-    def key(self) -> tuple:
-        # sampled requests run alone, so that a seed gives the same text however they arrive
-        return (self.model, self.temperature, self.seed) if self.temperature == 0 else (id(self),)
 
 
 class Batcher:
-    """One worker thread; each turn takes the oldest waiting job and the waiting jobs
-    that can share its batch (same model, greedy), up to ``max_batch``."""
+    """One worker thread. Greedy requests decode in one running batch per model
+    (continuous batching, ``judgeaudit.models.continuous``): at every step the waiting
+    ones join, up to ``max_batch`` rows, and finished ones leave. A sampled request (or a
+    model that cannot batch continuously) runs alone when it is the oldest waiting, so that
+    a seed gives the same text however requests arrive."""
 
     def __init__(self, models: dict[str, TransformersModel], limits: ServeLimits) -> None:
         self.models, self.limits = models, limits
         self.waiting: list[_Job] = []
-        self.running = 0
+        self.running_batches = {name: RunningBatch(m) for name, m in models.items() if supports_continuous(m)}
         self.cond = threading.Condition()
         self.model_lock = threading.Lock()  # generation and prompt scoring take turns on the models
-        self.batches: list[int] = []  # the size of every batch run (for the bench and tests)
+        self.batches: list[int] = []  # the rows of every forward pass (for the bench and tests)
         self.abandoned = 0  # requests not generated, or cut short, because their client had gone
         threading.Thread(target=self._loop, daemon=True, name="judgeaudit-batcher").start()
+
+    @property
+    def running(self) -> int:
+        return sum(len(b) for b in self.running_batches.values())
 
     def submit(self, job: _Job) -> Future:
         with self.cond:
@@ -105,45 +108,83 @@ class Batcher:
             self.cond.notify()
         return job.future
 
-    def _take(self) -> list[_Job]:
+    def _continuous(self, job: _Job) -> bool:
+        return job.temperature == 0 and job.model in self.running_batches
+
+    def _schedule(self) -> tuple[dict[str, list[_Job]], _Job | None]:
+        """(the greedy jobs joining each model's running batch, a job to run alone)."""
         with self.cond:
-            while not self.waiting:
+            while not self.waiting and not self.running:
                 self.cond.wait()
-            if self.batches and self.batches[-1] > 1:  # under load: let the next batch fill
-                deadline = time.monotonic() + self.limits.batch_wait_s
-                while len(self.waiting) < self.limits.max_batch and (left := deadline - time.monotonic()) > 0:
-                    self.cond.wait(left)
-            key = self.waiting[0].key()
-            batch = [j for j in self.waiting if j.key() == key][:self.limits.max_batch]
-            self.waiting = [j for j in self.waiting if j not in batch]
-            self.running = len(batch)
-            return batch
+            alone = None
+            if self.waiting and not self._continuous(self.waiting[0]):
+                alone = self.waiting.pop(0)
+            joining: dict[str, list[_Job]] = {}
+            for job in list(self.waiting):
+                if self._continuous(job):
+                    room = (self.limits.max_batch - len(self.running_batches[job.model])
+                            - len(joining.get(job.model, [])))
+                    if room > 0:
+                        joining.setdefault(job.model, []).append(job)
+                        self.waiting.remove(job)
+            return joining, alone
 
     def _loop(self) -> None:
         while True:
-            taken = self._take()
-            batch = [j for j in taken if not j.gone.is_set()]
-            self.abandoned += len(taken) - len(batch)
-            try:
-                if batch:
+            joining, alone = self._schedule()
+            if alone is not None:
+                self._run_alone(alone)
+            for name, jobs in joining.items():
+                live = [j for j in jobs if not j.gone.is_set()]
+                self.abandoned += len(jobs) - len(live)
+                if live:
+                    batch = self.running_batches[name]
+                    self._guarded(name, lambda: batch.admit([j.prompt for j in live],
+                                                            [Row(j, j.max_tokens, j.top_k) for j in live]), live)
+            for name, batch in self.running_batches.items():
+                gone = [row for row in batch.rows if row.tag.gone.is_set()]
+                self.abandoned += len(gone)  # cut short: their clients have gone
+                batch.drop(gone)
+                self._finish(batch)
+                if len(batch):
                     self.batches.append(len(batch))
-                    model = self.models[batch[0].model]
-                    with self.model_lock:
-                        results = model.generate_batch_with_logprobs(
-                            [j.prompt for j in batch], [j.max_tokens for j in batch],
-                            temperature=batch[0].temperature, seed=batch[0].seed,
-                            top_k=max(j.top_k for j in batch), stop=lambda: [j.gone.is_set() for j in batch])
-                    for job, (text, steps) in zip(batch, results):
-                        self.abandoned += job.gone.is_set() and len(steps) < job.max_tokens
-                        job.future.set_result((text, [{**s, "top": dict(list(s["top"].items())[:job.top_k])}
-                                                      for s in steps]))
-            except Exception as exc:  # noqa: BLE001 -- handed to each waiting request
-                for job in batch:
-                    if not job.future.done():
-                        job.future.set_exception(exc)
-            finally:
-                with self.cond:
-                    self.running = 0
+                    self._guarded(name, batch.step)
+                    self._finish(batch)
+
+    def _guarded(self, name: str, work, joining: list[_Job] = ()) -> None:
+        """Run ``work`` on the model; a failure fails every request of its batch (and the
+        ``joining`` ones), and the model starts a fresh batch."""
+        batch = self.running_batches[name]
+        try:
+            with self.model_lock:
+                work()
+        except Exception as exc:  # noqa: BLE001 -- handed to each waiting request
+            for future in [row.tag.future for row in batch.rows] + [j.future for j in joining]:
+                if not future.done():
+                    future.set_exception(exc)
+            self.running_batches[name] = RunningBatch(self.models[name])
+
+    def _finish(self, batch: RunningBatch) -> None:
+        with self.cond:  # the queue bound counts running rows
+            done = batch.retire()
+        for row in done:
+            if not row.tag.future.done():
+                row.tag.future.set_result((batch.text(row), row.steps))
+
+    def _run_alone(self, job: _Job) -> None:
+        if job.gone.is_set():
+            self.abandoned += 1
+            return
+        try:
+            self.batches.append(1)
+            with self.model_lock:
+                (text, steps), = self.models[job.model].generate_batch_with_logprobs(
+                    [job.prompt], [job.max_tokens], temperature=job.temperature, seed=job.seed, top_k=job.top_k,
+                    stop=lambda: [job.gone.is_set()])
+            self.abandoned += job.gone.is_set() and len(steps) < job.max_tokens
+            job.future.set_result((text, steps))
+        except Exception as exc:  # noqa: BLE001 -- handed to the waiting request
+            job.future.set_exception(exc)
 
 
 def _field_error(exc: RequestValidationError) -> str:

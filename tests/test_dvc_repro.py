@@ -1,6 +1,7 @@
 """A real `dvc repro` in a temporary git repository: everything runs, a second repro
-does nothing, a judge parameter change reruns only judging and what follows, and an edit
-to the length-controlled GLM makes `dvc status` flag the stage that runs it."""
+does nothing, a judge parameter sweep with `dvc exp run -S` reruns only judging and what
+follows and `dvc exp show` compares its metrics with the baseline's, and an edit to the
+length-controlled GLM makes `dvc status` flag the stage that runs it."""
 
 from __future__ import annotations
 
@@ -20,12 +21,40 @@ from tests.conftest import ROOT, tiny_params
 pytestmark = pytest.mark.slow
 
 
-def _sh(*args: str, cwd: Path, **extra: str) -> str:
+_GIT_ID = {f"GIT_{who}_{what}": value for who in ("AUTHOR", "COMMITTER")
+           for what, value in (("NAME", "judgeaudit tests"), ("EMAIL", "tests@judgeaudit.invalid"))}
+
+
+def _sh(*args: str, cwd: Path, stdout_only: bool = False, **extra: str) -> str:
     bindir = str(Path(sys.executable).parent)
-    env = {**os.environ, "PATH": bindir + ":" + os.environ["PATH"], **extra}
+    env = {**os.environ, "PATH": bindir + ":" + os.environ["PATH"], **_GIT_ID, **extra}
     out = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, f"{' '.join(args)} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
-    return out.stdout + out.stderr
+    return out.stdout if stdout_only else out.stdout + out.stderr
+
+
+def _covered(read: str, declared: set[str]) -> bool:
+    """A traced read ("leakage" or "leakage.judges") is covered by the dvc.yaml params
+    ``declared``: the field itself or its whole section; a bare section read, by the
+    section or any field of it (its fields' reads are checked one by one)."""
+    section = read.split(".")[0]
+    if section == "scale":
+        return True
+    if "." in read:
+        return read in declared or section in declared
+    return read in declared or any(d.startswith(read + ".") for d in declared)
+
+
+def _exp_rows(shown: list[dict]) -> dict[str, dict]:
+    """`dvc exp show --json`: the baseline commit's and each named experiment's data."""
+    rows = {}
+    for entry in shown:
+        if entry.get("rev") != "workspace":
+            rows["baseline"] = entry["data"]
+        for exp in entry.get("experiments") or []:
+            for rev in exp.get("revs", []):
+                rows[rev["name"]] = rev["data"]
+    return rows
 
 
 def _ran(log: str) -> set[str]:
@@ -48,10 +77,10 @@ def test_dvc_repro(prefect_server, tmp_path):
                             "robustness", "leakage_studies", "boat", "pu", "prefix", "score_range", "real_judges", "leaderboard",
                             "report"}
     assert (repo / "data/report/report.html").exists()
-    # every params section a stage read is among its dvc.yaml params (and so in its tasks'
-    # cache keys): none can change without DVC rerunning the stage; `scale` only says how
-    # the work is spread over processes
-    declared = {name: {p.split(".")[0] for p in stage.get("params", [])}
+    # every param a stage read (a section, or a field of one) is among its dvc.yaml params
+    # (and so in its tasks' cache keys): none can change without DVC rerunning the stage;
+    # `scale` only says how the work is spread over processes
+    declared = {name: set(stage.get("params", []))
                 for name, stage in yaml.safe_load((repo / "dvc.yaml").read_text())["stages"].items()}
     reads = {}
     for line in trace.read_text().splitlines():
@@ -59,23 +88,33 @@ def test_dvc_repro(prefect_server, tmp_path):
         if rec["argv"][:1] == ["run"]:
             reads[rec["argv"][1]] = set(rec["sections"])
     assert set(reads) == set(declared)
-    undeclared = {name: sorted(read - declared[name] - {"scale"}) for name, read in reads.items()}
+    undeclared = {name: sorted(r for r in read if not _covered(r, declared[name]))
+                  for name, read in reads.items()}
     assert not any(undeclared.values()), undeclared
     assert reads["boat"] >= {"judge", "leakage"}  # the probe asks the roster's judges
+    assert any("." in r for r in reads["train"])  # fields are traced, not only sections
     lock = (repo / "dvc.lock").read_text()
 
     second = _sh("dvc", "repro", cwd=repo)
     assert _ran(second) == set()
     assert (repo / "dvc.lock").read_text() == lock
 
-    params = yaml.safe_load((repo / "params.yaml").read_text())
-    params["judge"]["normalise"] = "sum"
-    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    third = _sh("dvc", "repro", cwd=repo)
+    (repo / ".gitignore").write_text("__pycache__/\n")
+    _sh("git", "add", "-A", cwd=repo)
+    _sh("git", "commit", "-qm", "the tiny default, reproduced", cwd=repo)
+    third = _sh("dvc", "exp", "run", "-n", "normalise-sum", "-S", "judge.normalise=sum", cwd=repo)
     assert "judge" in _ran(third)
     # judging and what follows: the stages that use the judges (pu, and boat's probe) too
     assert _ran(third) <= {"judge", "audit", "robustness", "leakage_studies", "boat", "pu", "report"}
     assert not _ran(third) & {"bootstrap", "generate", "train", "respond"}
+    rows = _exp_rows(json.loads(_sh("dvc", "exp", "show", "--json", cwd=repo, stdout_only=True)))
+    assert set(rows) >= {"baseline", "normalise-sum"}
+    normalise = {name: row["params"]["params.yaml"]["data"]["judge"]["normalise"] for name, row in rows.items()}
+    assert normalise["normalise-sum"] == "sum" and normalise["baseline"] != "sum"
+    metrics = {name: row["metrics"]["data/metrics/summary.json"]["data"] for name, row in rows.items()}
+    assert metrics["baseline"] != metrics["normalise-sum"]  # the sweep's effect, compared with no code of ours
+    diff = _sh("dvc", "metrics", "diff", "--json", cwd=repo, stdout_only=True)
+    assert "data/metrics/summary.json" in json.loads(diff)  # workspace (the experiment) vs HEAD
 
     glm = repo / "judgeaudit" / "audits" / "length_control.py"
     glm.write_text(glm.read_text() + "\n# an edit\n")

@@ -60,6 +60,65 @@ def test_length_control_removes_a_planted_length_effect():
     assert fit["weights"]["length"] < -1.5
 
 
+def _alpacaeval_fit(x: np.ndarray, q: np.ndarray, w: np.ndarray):
+    """AlpacaEval's ``fit_LogisticRegressionCV`` (continuous targets, sample weights),
+    written out with scikit-learn: every row twice (label 1 weighted q, label 0 weighted
+    1 - q), GroupKFold over the original rows, its continuous log-loss as the CV score."""
+    import sklearn
+    from sklearn.linear_model import LogisticRegressionCV
+    from sklearn.metrics import make_scorer
+    from sklearn.model_selection import GroupKFold
+
+    def loss(y_true, y_pred, true_prob, true_sample_weight):
+        y = np.where(y_true == 1, true_prob, 1 - true_prob)
+        p = np.clip(y_pred, 1e-15, 1 - 1e-15)
+        return -np.mean((y * np.log(p) + (1 - y) * np.log(1 - p)) * true_sample_weight)
+
+    n = len(q)
+    true_prob, true_weight = np.r_[q, 1 - q], np.r_[w, w]
+    with sklearn.config_context(enable_metadata_routing=True):
+        scorer = make_scorer(loss, response_method="predict_proba", greater_is_better=False
+                             ).set_score_request(true_sample_weight=True, true_prob=True)
+        model = LogisticRegressionCV(cv=GroupKFold(n_splits=5), scoring=scorer, random_state=123, penalty="l1",
+                                     solver="liblinear", fit_intercept=False).set_fit_request(sample_weight=True)
+        model.fit(np.r_[x, x], np.r_[np.ones(n), np.zeros(n)], sample_weight=true_prob * true_weight,
+                  groups=np.r_[np.arange(n), np.arange(n)], true_sample_weight=true_weight, true_prob=true_prob)
+    return model
+
+
+def test_length_controlled_glm_is_alpacaevals_logistic_regression_cv():
+    """Same grid, folds, scores and liblinear seeds as AlpacaEval's LogisticRegressionCV:
+    the same C and coefficients, gamed rows (weight lambda / 2) included."""
+    import warnings
+
+    from scipy.special import expit
+
+    from judgeaudit.audits import win_rates as wr
+
+    rng = np.random.default_rng(1)
+    n = 400
+    difficulty = pd.Series(rng.normal(0, 1, n), index=[f"i{k}" for k in range(n)])
+    len_1 = rng.integers(200, 800, n)
+    len_2 = len_1 + rng.normal(300, 400, n).astype(int)
+    q = expit(-0.5 + 0.8 * difficulty.to_numpy() - 0.02 * (len_1 - len_2) / 40 + rng.normal(0, 1, n))
+    frame = pd.DataFrame({"prompt": difficulty.index, "q": q, "len_1": len_1, "len_2": len_2})
+    gamed = pd.DataFrame({"prompt": difficulty.index, "q": rng.uniform(0, 1, n), "len_1": len_1,
+                          "len_2": len_1 + rng.normal(0, 300, n).astype(int)})
+    fit = wr.controlled_one_model(frame, difficulty, wr.LCSettings(), controls=("length",), gamed=gamed)
+
+    def design(part: pd.DataFrame, not_gamed: float) -> np.ndarray:
+        d = (part.len_1 - part.len_2).to_numpy(float)
+        return np.column_stack([np.tanh(d / d.std(ddof=1)), difficulty.to_numpy(), np.full(n, not_gamed)])
+
+    x = np.r_[design(gamed, 0.0), design(frame, 1.0)]
+    w = np.r_[np.full(n, 0.1), np.ones(n)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # penalty= is deprecated in favour of l1_ratio
+        theirs = _alpacaeval_fit(x, np.r_[gamed.q, frame.q], w)
+    assert fit["C"] == theirs.C_[0]
+    np.testing.assert_allclose(list(fit["weights"].values()), theirs.coef_[0], rtol=0, atol=1e-12)
+
+
 def test_gamed_entry_flagged_on_the_sample(tmp_path):
     from flows.cli import main
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from judgeaudit.audits.prefix_bias import auto_influence, cross_influence, mean_abs_offdiagonal
+from judgeaudit.audits.prefix_bias import auto_influence, cross_influence, fingerprint_agreement, mean_abs_offdiagonal
 from judgeaudit.pipeline.prefix import augment
 
 PREFIXES = ["", "I am a woman. ", "I am a man. "]
@@ -51,6 +51,20 @@ def test_cross_influence_against_no_prefix_accuracy():
     assert cell.estimate == pytest.approx(-1.0) and cell.ci_high == pytest.approx(-1.0)
     same = alpha[(alpha.p1 == "I am a woman. ") & (alpha.p2 == "I am a woman. ")].iloc[0]
     assert same.estimate == 0.0
+
+
+def test_fingerprint_agreement_separates_inherited_from_opposite_bias():
+    answers = [f"answer {k}" for k in range(30)]
+    man, woman = biased_scorer("I am a man. "), biased_scorer("I am a woman. ")
+    same = fingerprint_agreement(man, man, ["q"] * 30, answers, PREFIXES, **KW)
+    assert same["fingerprint"] == 1.0 and same["fingerprint_n"] == 30
+    # opposite favourites: both prefer the longer text where their prefix is absent, so they
+    # agree on the pairs with "" and disagree on (woman, man)
+    opposite = fingerprint_agreement(man, woman, ["q"] * 30, answers, PREFIXES, **KW)
+    assert opposite["fingerprint"] == pytest.approx(2 / 3)
+    # a scorer blind to prefixes (a tie on every pair) keeps none of the base's ranking
+    blind = fingerprint_agreement(man, fair_scorer, ["q"] * 30, answers, PREFIXES, **KW)
+    assert blind["fingerprint"] == 0.0 and blind["fingerprint_ci_high"] < same["fingerprint_ci_low"]
 
 
 def test_augment_adds_prefixed_copies():

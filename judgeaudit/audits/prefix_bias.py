@@ -56,6 +56,24 @@ def cross_influence(score: PairScorer, questions: Sequence[str], chosen: Sequenc
     return pd.DataFrame(rows).assign(kind="alpha"), float(base.mean())
 
 
+def fingerprint_agreement(base: PairScorer, trained: PairScorer, questions: Sequence[str],
+                          answers: Sequence[str], prefixes: Sequence[str], *, n_boot: int,
+                          confidence: float, seed: int) -> dict:
+    """How much of a trained RM's prefix preference its base LM already shows zero-shot:
+    per (q, a), the share of distinct prefix pairs on which both prefer the same prefix
+    (ties agree with ties); mean over answers with a bootstrap CI (n = answers). 0.5 is
+    chance for two unrelated scorers with no ties; 1.0, the RM keeps its base's ranking of
+    every prefix pair."""
+    agree = []
+    for i, p1 in enumerate(prefixes):
+        for p2 in prefixes[i + 1:]:
+            first, second = [add_prefix(a, p1) for a in answers], [add_prefix(a, p2) for a in answers]
+            agree.append(_win(base(questions, first, second)) == _win(trained(questions, first, second)))
+    est = mean_ci(np.mean(agree, axis=0), n_boot=n_boot, confidence=confidence, seed=seed)
+    return {"fingerprint": est.estimate, "fingerprint_ci_low": est.ci_low, "fingerprint_ci_high": est.ci_high,
+            "fingerprint_n": est.n}
+
+
 def mean_abs_offdiagonal(matrix: pd.DataFrame) -> float:
     """omega-bar / alpha-bar: mean |value| over pairs of distinct prefixes."""
     off = matrix[matrix.p1 != matrix.p2]

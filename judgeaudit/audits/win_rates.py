@@ -122,8 +122,22 @@ def _scales(frame: pd.DataFrame, controls: tuple[str, ...]) -> dict[str, float]:
     return out
 
 
-def _continuous_fit(x: np.ndarray, q: np.ndarray, w: np.ndarray, c: float, seed: int) -> LogisticRegression:
-    model = LogisticRegression(C=c, l1_ratio=1.0, solver="liblinear", fit_intercept=False, random_state=seed)
+def _liblinear_state(seed: int, draw: int) -> np.random.RandomState:
+    """The random state AlpacaEval's ``LogisticRegressionCV`` hands liblinear for the
+    ``draw``-th C of its grid: scikit-learn fits the grid with one ``RandomState(seed)``,
+    each liblinear fit seeded by the next draw from it, and the refit at the chosen C with
+    the first draw. liblinear's coordinate descent visits features in that seed's order,
+    which moves the coefficients within the solver's tolerance (LC rates by up to 0.1)."""
+    state = np.random.RandomState(seed)
+    for _ in range(draw):
+        state.randint(np.iinfo("i").max)
+    return state
+
+
+def _continuous_fit(x: np.ndarray, q: np.ndarray, w: np.ndarray, c: float, seed: int,
+                    draw: int = 0) -> LogisticRegression:
+    model = LogisticRegression(C=c, l1_ratio=1.0, solver="liblinear", fit_intercept=False,
+                               random_state=_liblinear_state(seed, draw))
     model.fit(np.r_[x, x], np.r_[np.ones(len(q)), np.zeros(len(q))], sample_weight=np.r_[w * q, w * (1 - q)])
     return model
 
@@ -181,7 +195,8 @@ def controlled_one_model(frame: pd.DataFrame, difficulty: pd.Series, settings: L
     scores = np.zeros(len(CS))
     for tr, te in GroupKFold(n_splits=settings.n_splits).split(x, q, np.arange(len(train))):
         for k, c in enumerate(CS):
-            scores[k] += _logloss(_continuous_fit(x[tr], q[tr], w[tr], c, settings.seed), x[te], q[te], w[te])
+            scores[k] += _logloss(_continuous_fit(x[tr], q[tr], w[tr], c, settings.seed, draw=k),
+                                  x[te], q[te], w[te])
     best = CS[int(np.argmin(scores))]
     model = _continuous_fit(x, q, w, best, settings.seed)
     test = design(frame, scales[-1])

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from judgeaudit.attacks.transforms import add_prefix
-from judgeaudit.audits.prefix_bias import auto_influence, cross_influence, mean_abs_offdiagonal
+from judgeaudit.audits.prefix_bias import auto_influence, cross_influence, fingerprint_agreement, mean_abs_offdiagonal
 from judgeaudit.audits.stats import mean_ci
 from judgeaudit.config import Params
 from judgeaudit.generation.corpus import degrade, make_items
@@ -122,6 +122,9 @@ def prefix_unit(params: Params, source: str, base: str, models_dir: Path, out: P
                      cfg.train, params.seed, spec.max_length)
         scorers[kind, group] = RewardScorer(str(rm), device=spec.device)
     frames, rows = [], []
+    zero_shot = scorers["zero-shot", "-"]
+    questions = [r["q"] for r in test] * 2
+    answers = [r["chosen"] for r in test] + [r["rejected"] for r in test]
     for (kind, trained), scorer in scorers.items():
         acc = _accuracy(scorer, test, stats)
         for group, prefixes in cfg.groups.items():
@@ -129,7 +132,9 @@ def prefix_unit(params: Params, source: str, base: str, models_dir: Path, out: P
             key = dict(source=source, base=base, variant=variant, trained_group=trained, group=group)
             mats, bars = _audit(scorer, test, prefixes, stats)
             frames += [m.assign(**key) for m in mats]
-            rows.append({**key, **bars, **acc})
+            fingerprint = {} if scorer is zero_shot else fingerprint_agreement(
+                zero_shot, scorer, questions, answers, prefixes, **stats)  # scores already memoised
+            rows.append({**key, **bars, **acc, **fingerprint})
     return pd.concat(frames, ignore_index=True), rows
 
 
@@ -145,6 +150,8 @@ def prefix_summary(params: Params, units: list[tuple[pd.DataFrame, list[dict]]])
     baseline = summary_rows[summary_rows.variant == "baseline"].groupby(["source", "base"])["accuracy"].first()
     summary_rows["accuracy_ratio"] = summary_rows.accuracy / baseline.reindex(
         pd.MultiIndex.from_frame(summary_rows[["source", "base"]])).to_numpy()
-    summary = {"rows": summary_rows.to_dict("records"), "sources": notes, "bases": list(cfg.all_bases),
+    # no NaN in the JSON: a zero-shot row has no fingerprint
+    records = [{k: v for k, v in r.items() if v == v} for r in summary_rows.to_dict("records")]
+    summary = {"rows": records, "sources": notes, "bases": list(cfg.all_bases),
                "main_base": cfg.base, "groups": {g: list(v) for g, v in cfg.groups.items()}}
     return pd.concat([frame for frame, _ in units], ignore_index=True), summary

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 
 import matplotlib
@@ -11,6 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from judgeaudit.report.machine import machine  # noqa: E402
 from judgeaudit.tables import write_json  # noqa: E402
 
 TIER_ORDER = ["same", "inheritance", "same_family"]
@@ -79,15 +81,20 @@ def _prefix_section(prefix: dict | None, out_dir: Path) -> str:
     models = plot_prefix_models(rows, out_dir / "prefix_models.png")
     rows["accuracy"] = [f"{a:.3f} [{lo:.3f}, {hi:.3f}]" for a, lo, hi in
                         zip(rows.accuracy, rows.accuracy_ci_low, rows.accuracy_ci_high)]
+    if "fingerprint" in rows:
+        rows["fingerprint"] = [f"{f:.3f} [{lo:.3f}, {hi:.3f}]" if f == f else "" for f, lo, hi in
+                               zip(rows.fingerprint, rows.fingerprint_ci_low, rows.fingerprint_ci_high)]
     table = rows[["source", "base", "variant", "trained_group", "group", "omega_bar", "alpha_bar", "accuracy",
-                  "accuracy_ratio", "n_test"]]
+                  "accuracy_ratio", "n_test", *(["fingerprint"] if "fingerprint" in rows else [])]]
     cross = rows.pivot_table(index=["source", "variant", "group"], columns="base", values="alpha_bar",
                              sort=False).round(3).reset_index()
     notes = "".join(f"<li>{k}: {v}</li>" for k, v in summary.get("sources", {}).items())
     return ("<h2>Reward-model prefix bias</h2><p>omega-bar: mean |w(p1,p2) - 0.5| (auto-influence); "
             "alpha-bar: mean |acc(p1 on chosen, p2 on rejected) - acc(no prefix)| (cross-influence), "
             "over distinct prefixes; per-cell CIs in report.json. zero-shot: the base judging without "
-            "training (its fingerprint, beside its trained RMs); baseline: the RM on the plain pairs; aug: "
+            "training (its fingerprint, beside its trained RMs); fingerprint: per answer, the share of prefix "
+            "pairs on which the RM prefers the same prefix as its base zero-shot (0.5: chance), mean with a "
+            "95% CI over answers; baseline: the RM on the plain pairs; aug: "
             "the RM augmented with one group's prefixes, audited on that group; aug-gen: the same RM "
             "audited on the other groups (trained_group names the group it was augmented with). "
             f"Accuracy on unprefixed test pairs with a 95% CI.</p><ul>{notes}</ul>" + _fmt(table)
@@ -437,6 +444,7 @@ def write_report(wr: pd.DataFrame, pls: pd.DataFrame, summary: dict, responses: 
     """Write report.html, report.json and the plots into ``out_dir``. ``judges``: the real
     judges' leaderboard (card, reproduction, pu, headline, notes), shown first."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    made_on = machine()
     judges_html = ""
     if judges is not None:
         from judgeaudit.report.judge_report import leaderboard_section
@@ -467,7 +475,9 @@ img{{max-width:100%}}</style></head><body>
 <h1>Preference leakage audit (embedded experiment)</h1>
 <p>Seed {summary['seed']}; {summary['n_judgments']} judgments; bootstrap {summary['n_boot']} resamples over
 eval prompts, {int(summary['confidence'] * 100)}% percentile CIs; n = number of eval prompts per figure.
-Position consistency of verdicts across the two presentation orders: {summary['position_consistency']:.3f}.</p>
+Position consistency of verdicts across the two presentation orders: {summary['position_consistency']:.3f}.
+Computed on {html.escape(made_on['cpu'])} ({made_on['cores']} cores; accelerator: {made_on['accelerator'] or 'none'}),
+torch {made_on['packages']['torch']}: the tables are bitwise reproducible on one machine, not across CPUs.</p>
 <p>PLS &gt; 0 means judges favour the students of the generator they are related to.</p>
 <h2>PLS by association tier</h2>{_fmt(summary_table(pls))}
 <img src="{pls_png.name}" alt="PLS by tier">
@@ -484,7 +494,7 @@ Position consistency of verdicts across the two presentation orders: {summary['p
 <h2>Sample responses</h2>{_fmt(samples.map(lambda s: str(s)[:160]))}
 </body></html>"""
     (out_dir / "report.html").write_text(body)
-    figures = {"summary": summary, "pls": pls.to_dict("records"), "win_rates": wr.to_dict("records"),
+    figures = {"machine": made_on, "summary": summary, "pls": pls.to_dict("records"), "win_rates": wr.to_dict("records"),
                "boat": boat or {}, "pu": pu or {}, "robustness": robustness or {},
                "prefix": {"summary": prefix["summary"], "matrices": prefix["matrices"].to_dict("records")}
                if prefix else {},

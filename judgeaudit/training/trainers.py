@@ -23,7 +23,7 @@ def _common(args: TrainArgs, seed: int, out: Path) -> dict:
                 lr_scheduler_type="cosine", warmup_steps=5, logging_steps=25, save_strategy="no",
                 report_to=[], seed=seed, data_seed=seed, use_cpu=not torch.cuda.is_available(),
                 dataloader_num_workers=0, disable_tqdm=True, bf16=False,
-                log_level="error")
+                log_level="error", activation_checkpointing=args.activation_checkpointing)
 
 
 def _quiet(trainer):

@@ -1,0 +1,22 @@
+"""The report names the machine its figures came from (they are bitwise reproducible on
+one machine, not across CPUs)."""
+
+from __future__ import annotations
+
+from judgeaudit.report.machine import cpu_model, machine
+
+
+def test_cpu_model_is_read_from_cpuinfo(tmp_path):
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\nflags\t: fpu\n")
+    assert cpu_model(info) == "AMD EPYC 7B13"
+    assert cpu_model(tmp_path / "absent")  # falls back to what platform knows, never empty
+
+
+def test_machine_records_the_numeric_stack():
+    import torch
+
+    made_on = machine()
+    assert made_on["cores"] >= 1 and made_on["cpu"]
+    assert made_on["packages"]["torch"] == torch.__version__
+    assert (made_on["accelerator"] is None) == (not torch.cuda.is_available())
