@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 from datetime import timedelta
 import hashlib
+import importlib
 import inspect
 import json
 from collections.abc import Sequence
@@ -49,6 +50,18 @@ def code_digest(module: str) -> str:
     return h.hexdigest()
 
 
+def _as_defined(fn: Any) -> Any:
+    """``fn`` as its module defines it. Prefect's process pool pickles a flow's local
+    modules by value, so the copy a worker process holds has no source file; its module
+    and qualified name still lead back to the original (a ``@task`` wraps it as ``.fn``)."""
+    if Path(inspect.getfile(fn)).is_file():
+        return fn
+    defined = importlib.import_module(fn.__module__)
+    for name in fn.__qualname__.split("."):
+        defined = getattr(defined, name)
+    return getattr(defined, "fn", defined)
+
+
 def _module_of(fn: Any) -> str:
     """The dotted project module a function is defined in, from its file (a flow file run
     as a deployment entrypoint is loaded under another module name)."""
@@ -86,7 +99,8 @@ def artifact_cache(sections: Sequence[str] = (), output: str | None = None,
     def key(ctx, inputs: dict[str, Any]) -> str | None:
         if output is not None and not written(Path(inputs[output]), artifacts):
             return None
-        h = hashlib.sha256(inspect.getsource(ctx.task.fn).encode() + code_digest(_module_of(ctx.task.fn)).encode())
+        fn = _as_defined(ctx.task.fn)
+        h = hashlib.sha256(inspect.getsource(fn).encode() + code_digest(_module_of(fn)).encode())
         for name in sorted(set(inputs) - {output}):
             h.update(name.encode())
             h.update(_digest(inputs[name], sections).encode())

@@ -8,8 +8,10 @@ from judgeaudit.report.machine import cpu_model, machine
 
 def test_cpu_model_is_read_from_cpuinfo(tmp_path):
     info = tmp_path / "cpuinfo"
-    info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\nflags\t: fpu\n")
-    assert cpu_model(info) == "AMD EPYC 7B13"
+    info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 1\n"
+                    "model name\t: AMD EPYC\nstepping\t: 1\nflags\t: fpu\n\nprocessor\t: 1\n"
+                    "model name\t: other\n")
+    assert cpu_model(info) == "AMD EPYC (cpu family 25, model 1, stepping 1)"
     assert cpu_model(tmp_path / "absent")  # falls back to what platform knows, never empty
 
 
@@ -19,4 +21,5 @@ def test_machine_records_the_numeric_stack():
     made_on = machine()
     assert made_on["cores"] >= 1 and made_on["cpu"]
     assert made_on["packages"]["torch"] == torch.__version__
+    assert made_on["simd"] == torch.backends.cpu.get_cpu_capability()
     assert (made_on["accelerator"] is None) == (not torch.cuda.is_available())

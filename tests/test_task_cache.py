@@ -4,8 +4,16 @@ empty (or half-written) folder in a new data root must not look done."""
 
 from __future__ import annotations
 
+import asyncio
+import uuid
 from types import SimpleNamespace
 
+from prefect import flow, task
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+from flows.runners import parallel
+from judgeaudit.config import Params, Scale, load_params
 from tasks.cache import artifact_cache
 
 
@@ -26,3 +34,34 @@ def test_an_output_folder_without_its_artifacts_is_not_served_from_cache(tmp_pat
     (out / "rm-baseline" / "model.safetensors").write_bytes(b"weights")
     first = key(ctx, {"out": out, "x": 1})
     assert first is not None and first == key(ctx, {"out": out, "x": 1}) != key(ctx, {"out": out, "x": 2})
+
+
+@task(cache_policy=artifact_cache(("seed",)), persist_result=True)
+def _doubled(params: Params, x: int) -> int:
+    return 2 * x
+
+
+@flow
+def _doubling(params: Params) -> list[int]:
+    with parallel(params.scale) as runner:
+        return [f.result() for f in [runner.submit(_doubled, dict(params=params, x=x)) for x in (1, 2)]]
+
+
+def test_tasks_in_worker_processes_are_cached(prefect_server, tiny_params_file):
+    """Prefect's process pool pickles a flow's local modules by value, so the task function a
+    worker holds has no source file: its cache key must still come out (it did not: every
+    robustness task logged 'Error encountered when computing cache key' and re-ran)."""
+    # a seed of its own: Prefect's result store outlives the session, and the first run must run
+    params = load_params(str(tiny_params_file)).model_copy(
+        update={"scale": Scale(processes=2), "seed": uuid.uuid4().int % 2**31})
+    first, second = (_doubling(params, return_state=True) for _ in range(2))
+    assert first.result() == second.result() == [2, 4]
+
+    async def task_states(state) -> list[str]:
+        async with get_client() as client:
+            runs = await client.read_task_runs(flow_run_filter=FlowRunFilter(
+                id=FlowRunFilterId(any_=[state.state_details.flow_run_id])))
+            return sorted(r.state.name for r in runs)
+
+    assert asyncio.run(task_states(first)) == ["Completed", "Completed"]
+    assert asyncio.run(task_states(second)) == ["Cached", "Cached"]

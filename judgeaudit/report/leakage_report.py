@@ -476,7 +476,7 @@ img{{max-width:100%}}</style></head><body>
 <p>Seed {summary['seed']}; {summary['n_judgments']} judgments; bootstrap {summary['n_boot']} resamples over
 eval prompts, {int(summary['confidence'] * 100)}% percentile CIs; n = number of eval prompts per figure.
 Position consistency of verdicts across the two presentation orders: {summary['position_consistency']:.3f}.
-Computed on {html.escape(made_on['cpu'])} ({made_on['cores']} cores; accelerator: {made_on['accelerator'] or 'none'}),
+Computed on {html.escape(made_on['cpu'])} ({made_on['cores']} cores, {made_on['simd']}; accelerator: {made_on['accelerator'] or 'none'}),
 torch {made_on['packages']['torch']}: the tables are bitwise reproducible on one machine, not across CPUs.</p>
 <p>PLS &gt; 0 means judges favour the students of the generator they are related to.</p>
 <h2>PLS by association tier</h2>{_fmt(summary_table(pls))}

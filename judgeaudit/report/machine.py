@@ -12,19 +12,31 @@ from pathlib import Path
 _PACKAGES = ("torch", "transformers", "trl", "numpy", "scipy", "scikit-learn", "pot")
 
 
-def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
-    """The CPU's model name (Linux ``/proc/cpuinfo``; elsewhere what ``platform`` knows)."""
+def _cpuinfo(cpuinfo: Path) -> dict[str, str]:
+    """The first processor's fields of a Linux ``/proc/cpuinfo`` (empty elsewhere)."""
+    fields: dict[str, str] = {}
     try:
         for line in cpuinfo.read_text().splitlines():
-            if line.lower().startswith("model name"):
-                return line.split(":", 1)[1].strip()
+            if not line.strip():
+                break
+            key, _, value = line.partition(":")
+            fields[key.strip().lower()] = value.strip()
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    return fields
+
+
+def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU's model name with its family/model/stepping where known: virtual machines
+    often mask the name ("AMD EPYC"), and the numbers still tell two generations apart."""
+    fields = _cpuinfo(cpuinfo)
+    name = fields.get("model name") or platform.processor() or platform.machine()
+    ids = [f"{k} {fields[k]}" for k in ("cpu family", "model", "stepping") if k in fields]
+    return f"{name} ({', '.join(ids)})" if ids else name
 
 
 def machine() -> dict:
-    """CPU model, core count, accelerator, OS, Python and the numeric stack's versions."""
+    """CPU model, core count, the SIMD level torch dispatches to, accelerator, OS, Python and the numeric stack's versions."""
     import torch
 
     versions = {}
@@ -34,6 +46,7 @@ def machine() -> dict:
         except PackageNotFoundError:
             versions[name] = None
     return {"cpu": cpu_model(), "cores": os.cpu_count(),
+            "simd": torch.backends.cpu.get_cpu_capability(),
             "accelerator": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
             "system": f"{platform.system()} {platform.machine()}", "python": platform.python_version(),
             "packages": versions}
