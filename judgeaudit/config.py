@@ -6,7 +6,7 @@ import os
 import re
 import string
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -207,6 +207,16 @@ class BoatReal(_Strict):
     runs: int = Field(ge=1, default=3)
 
 
+class BoatProbe(_Strict):
+    """The agents-as-evaluator probe: every rewriter at every strength, rated by the judges."""
+    n_items: int = Field(ge=4, default=120)
+    strengths: list[Annotated[float, Field(gt=0, le=1)]] = [0.25, 0.5, 0.75, 1.0]
+    agents: list[str] = []  # models (named under `models`) that rewrite the items
+    mode: Literal["resample", "prompt"] = "resample"  # prompt: for chat and API agents
+    template: str | None = None  # prompt mode: {question}, {percent}; None: the built-in one
+    max_new_tokens: int = Field(ge=1, default=48)
+
+
 class Boat(_Strict):
     model: str  # the model evaluated, and fine-tuned on the test items for the contamination check
     n_items: int = Field(ge=4)
@@ -214,6 +224,7 @@ class Boat(_Strict):
     shots: int = Field(ge=0)
     contaminate: TrainArgs
     real: BoatReal | None = None
+    probe: BoatProbe = BoatProbe()
 
 
 class PUEncoder(_Strict):
@@ -533,6 +544,8 @@ class Params(_Strict):
                 need(base, "leakage_studies.scale_students")
         if self.boat is not None:
             need(self.boat.model, "boat.model")
+            for k, agent in enumerate(self.boat.probe.agents):
+                need(agent, f"boat.probe.agents.{k}")
         if self.pu is not None:
             for k, enc in enumerate(self.pu.compare_encoders):
                 if "/" not in enc.path and ":" not in enc.path:  # a bare name: a model of `models`

@@ -67,7 +67,8 @@ def tiny_params(processes: int = 1) -> dict:
     params["boat"] = {"model": "student", "n_items": 8, "runs": 2, "shots": 1,
                       "contaminate": {"epochs": 2, "lr": 0.003, "batch_size": 8},
                       "real": {"mmlu": str(data / "mmlu"), "gsm8k": str(data / "gsm8k"), "n_items": 6, "shots": 2,
-                               "runs": 1}}
+                               "runs": 1},
+                      "probe": {"n_items": 14, "strengths": [0.25, 1.0], "agents": ["gen-f", "gen-t"]}}
     params["score_range"].update(n_train_items=14, n_items=12, ranges=[[0, 4], [3, 7]],
                                  judges=[{"main": "gen-f", "assistant": "sib-f", "favourite": 4}],
                                  train={"epochs": 1, "lr": 0.003, "batch_size": 16},

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import pytest
 
 from judgeaudit.audits.boat import SINGLE, apply_bag, sample_bag
-from judgeaudit.generation.mcq import MCQ, NONE_LABEL, answer_jitter, question_jitter
+from judgeaudit.generation.mcq import MCQ, NONE_LABEL, answer_jitter, make_mcqs, question_jitter
 
 option_text = st.text(alphabet="abcdefghijklmnopqrstuvwxyz ", min_size=1, max_size=12)
 
@@ -137,30 +137,105 @@ def test_mcq_items_are_answerable():
         assert len(set(item.options)) == 4 and item.gold in item.labels
 
 
-def test_agent_probe_rules_and_rates(tiny_lm):
-    import pandas as pd
+def test_label_holds_reads_the_answer_determining_words():
+    from judgeaudit.audits.agent_probe import label_holds
+    from judgeaudit.generation.corpus import Item
 
-    from judgeaudit.audits.agent_probe import confidences, probe_rates, rule_rephrase
+    capital = Item("c", "capital", "What is the capital of France?", "Paris", "")
+    assert label_holds(capital, "Could you tell me which city is the capital of France, please?")
+    assert not label_holds(capital, "What is the capital of Spain?")
+    assert not label_holds(capital, "What is the river of France?")  # the relation word is gone
+    sums = Item("a", "arithmetic", "What is 12 plus 30?", "42", "")
+    assert label_holds(sums, "Tell me: what is 12 plus 30")
+    assert not label_holds(sums, "What is 12 minus 30?") and not label_holds(sums, "What is 12 plus 31?")
+    assert not label_holds(sums, "What is 30 plus 12 plus 1?")
+    colour = Item("k", "colour", "What colour is the sky on a clear day?", "blue", "")
+    assert not label_holds(colour, "What colour is the sky on a cloudy day?")  # a multi-word entity
+
+
+def test_agent_probe_rewriters(tiny_lm):
+    from judgeaudit.audits.agent_probe import boat_rephrase, confidences, label_holds, model_rephrase, rule_rephrase
     from judgeaudit.generation.corpus import make_items
 
-    items = make_items(20, 0)
-    probes = rule_rephrase(items, seed=0)
-    assert [p.holds for p in probes[:4]] == [True, False, True, False]
-    for item, probe in zip(items, probes):
-        if probe.holds:
-            assert item.prompt in probe.question
-        else:
-            assert item.prompt not in probe.question and probe.label == item.fact
+    items = make_items(21, 0)
+    assert all(p.holds for p in rule_rephrase(items, seed=0, strength=0.0))
+    swapped = rule_rephrase(items, seed=0, strength=1.0)
+    assert not any(p.holds for p in swapped) and all(p.label == it.fact for p, it in zip(swapped, items))
+    light, heavy = (model_rephrase(tiny_lm, items, s, seed=0) for s in (0.2, 1.0))
+    for probes in (light, heavy):
+        assert all(p.rewriter == "tiny" and p.holds == label_holds(it, p.question) for p, it in zip(probes, items))
+    # every word re-sampled moves more labels than a fifth of them
+    assert sum(not p.holds for p in heavy) > sum(not p.holds for p in light) > 0
+    assert sum(p.question != it.prompt for p, it in zip(heavy, items)) > len(items) / 2
+    prompted = model_rephrase(tiny_lm, items[:4], 0.5, seed=0, mode="prompt", max_new_tokens=8)
+    assert [p.item_id for p in prompted] == [it.prompt_id for it in items[:4]] and all(p.question for p in prompted)
+    mcqs = make_mcqs(40, 1, ("arithmetic", "capital", "antonym", "colour", "animal"))
+    boat = boat_rephrase(mcqs, 1.0, seed=0)
+    # BOAT moves the label with the change: the original label often stops holding, the
+    # label BOAT records never is wrong
+    assert all(p.recorded_ok for p in boat) and 0 < sum(not p.holds for p in boat) < len(boat)
+    assert sum(not p.holds for p in boat_rephrase(mcqs, 0.25, seed=0)) < sum(not p.holds for p in boat)
     for mode in ("prompted", "likelihood"):
-        conf = confidences(tiny_lm, probes, mode)
+        conf = confidences(tiny_lm, swapped[:6] + boat[:6], mode)
         assert ((conf >= 1) & (conf <= 10)).all()
-    # a judge that trusts everything is over-confident on every broken item, never under-confident
-    frame = pd.DataFrame({"judge": "yes-man", "item_id": [p.item_id for p in probes],
-                          "holds": [p.holds for p in probes], "confidence": 9.0})
+
+
+def test_recorded_label_check_catches_a_wrong_label():
+    from dataclasses import replace
+
+    from judgeaudit.audits.agent_probe import _recorded_ok
+    from judgeaudit.audits.boat import answer_removal, distractor_hint, option_shuffling
+
+    items = make_mcqs(10, 2, ("capital", "antonym"))
+    item = items[0]
+    shuffled = option_shuffling(item, random.Random(3))
+    assert _recorded_ok(item, shuffled)
+    assert not _recorded_ok(item, replace(shuffled, answer=(shuffled.answer + 1) % 4))
+    removed = answer_removal(distractor_hint(item, random.Random(0)), random.Random(0), items)
+    assert _recorded_ok(item, removed) and not _recorded_ok(item, replace(removed, answer=0))
+
+
+def _probe_frame(verdicts: dict[str, list[float]], holds: list[bool], rewriter: str = "rule"):
+    import pandas as pd
+
+    return pd.concat([pd.DataFrame({"rewriter": rewriter, "strength": 0.5, "item_id": [f"i{k}" for k in range(len(holds))],
+                                    "holds": holds, "recorded_ok": holds, "judge": j, "confidence": c})
+                      for j, c in verdicts.items()], ignore_index=True)
+
+
+def test_probe_rates_against_the_consensus():
+    from judgeaudit.audits.agent_probe import probe_rates, rewriter_errors
+
+    holds = [True, False] * 10
+    truthful = [9.0 if h else 2.0 for h in holds]
+    frame = _probe_frame({"a": truthful, "b": truthful, "yes-man": [9.0] * 20}, holds)
     rates = probe_rates(frame, n_boot=200, confidence=0.95, seed=0).set_index("judge")
-    assert rates.loc["yes-man", "over_confidence"] == 1.0
-    assert rates.loc["yes-man", "under_confidence"] == 0.0
-    assert rates.loc["consensus", "error"] == 0.5 and rates.loc["yes-man", "error_n"] == 20
+    # the yes-man waves every item the others reject through; never rejects what they accept
+    assert rates.loc["yes-man", "over_confidence"] == 1.0 and rates.loc["yes-man", "under_confidence"] == 0.0
+    assert rates.loc["yes-man", "over_confidence_n"] == 10 and rates.loc["yes-man", "error"] == 0.5
+    assert rates.loc["a", "over_confidence"] == 0.0 and rates.loc["consensus", "error"] == 0.0
+    # two yes-men out of three: the consensus accepts every broken item
+    frame = _probe_frame({"a": truthful, "b": [9.0] * 20, "c": [9.0] * 20}, holds)
+    rates = probe_rates(frame, n_boot=200, confidence=0.95, seed=0).set_index("judge")
+    assert rates.loc["consensus", "error"] == 0.5 and rates.loc["consensus", "over_confidence"] == 1.0
+    errors = rewriter_errors(frame, n_boot=200, confidence=0.95, seed=0).iloc[0]
+    assert errors.label_moved == errors.label_error == 0.5 and errors.label_error_n == 20
+
+
+def test_self_preference_finds_an_agent_lenient_on_its_own_rewrites():
+    import pandas as pd
+
+    from judgeaudit.audits.agent_probe import self_preference
+    from judgeaudit.audits.stats import BootstrapSettings
+
+    holds = [True, False] * 15
+    truthful = [9.0 if h else 2.0 for h in holds]
+    frames = [_probe_frame({"ag1": [9.0] * 30, "ag2": truthful, "j": truthful}, holds, "ag1"),
+              _probe_frame({"ag1": truthful, "ag2": truthful, "j": truthful}, holds, "ag2")]
+    table = pd.concat(frames, ignore_index=True)
+    gaps = self_preference(table, settings=BootstrapSettings(200, 0.95, 0)).set_index(["agent", "reference"])
+    assert gaps.loc[("ag1", "truth"), "gap"] == 1.0 and gaps.loc[("ag1", "consensus"), "gap"] == 1.0
+    assert gaps.loc[("ag2", "truth"), "gap"] == 0.0 and gaps.loc[("ag1", "truth"), "n_own_broken"] == 15
 
 
 def test_shots_whose_options_all_coincide_still_take_every_intervention(tiny_lm):

@@ -82,7 +82,21 @@ def test_full_audit_flow(prefect_server, tiny_params_file, tmp_path):
     assert set(single[single.intervention == "question_jitter"].benchmark) == {"gsm8k"}
     boat_rows = pd.read_parquet(first / "boat/results.parquet")
     assert len(boat_rows) == 2 * (2 * 8 + 6 + 6)  # models x (runs x generated + 1 run x real items)
-    assert {r["judge"] for r in boat["probe"]} >= {"gen-f", "consensus"}
+    probe = boat["probe"]
+    rewriters = pd.DataFrame(probe["rewriters"]).set_index(["rewriter", "strength"])
+    assert set(rewriters.index) == {(r, s) for r in ("rule", "gen-f", "gen-t", "boat") for s in (0.25, 1.0)}
+    # the agents' rewrites carry wrong labels, more of them at full strength; BOAT moves
+    # labels (shuffling, relabelling, answer removal) and records every one right
+    for agent in ("gen-f", "gen-t"):
+        assert 0 < rewriters.loc[(agent, 0.25), "label_error"] <= rewriters.loc[(agent, 1.0), "label_error"]
+    assert (rewriters.loc["boat", "label_error"] == 0).all() and rewriters.loc[("boat", 1.0), "label_moved"] > 0
+    assert rewriters.loc[("rule", 1.0), "label_error"] == 1.0 and (rewriters.label_error_n == 14).all()
+    rates = pd.DataFrame(probe["rates"])
+    assert len(rates) == 8 * 7 and set(rates.judge) == {"gen-f", "gen-t", "inh-f", "inh-t", "sib-f", "sib-t", "consensus"}
+    assert rates.error.between(0, 1).all()
+    gaps = pd.DataFrame(probe["self_preference"])
+    assert len(gaps) == 2 * 2 * 2 and set(gaps.reference) == {"consensus", "truth"}  # agents x strengths x refs
+    assert (first / "report/boat_probe.png").stat().st_size > 1000
     pu = report["pu"]
     conditions = {(r["judge"], r["condition"]) for r in pu["consistency"]}
     assert len(conditions) == 6 * (1 + len(ATTACKS))  # every judge, clean and under every attack

@@ -1,38 +1,94 @@
-"""The agents-as-evaluator probe of the unbiased-evaluation seed.
+"""The agents-as-evaluator probe of the unbiased-evaluation paper, over a sweep of
+rewriting strengths, and the same probe applied to BOAT itself.
 
-Items are rephrased: half keep their meaning (the label still holds), half have their
-key entity or number swapped (the label no longer holds). Every judge states a 1-10
-confidence that the label still holds. Per judge: over-confidence = share of broken
-items rated >= ``high`` (6), under-confidence = share of intact items rated <= ``low``
-(5), each with n and a bootstrap CI; the same for the judges' majority vote
-("consensus"), whose error rate is the consensus error.
+A minimal agents-as-evaluator pipeline rewrites benchmark items and keeps their label.
+Three kinds of rewriter, each with a strength s in (0, 1]:
+
+- ``rule``: a meaning-keeping frame around the question; with probability s the key
+  entity or number is also swapped (a planted break);
+- a configured model (an *agent*): in ``resample`` mode it re-writes a share s of the
+  question's words, each sampled from the model given the rewritten words before it
+  (any local causal LM); in ``prompt`` mode it is asked to rephrase changing about s of
+  the wording (chat and API models);
+- ``boat``: a bag of atomic interventions with the paper's probabilities times s
+  (binary transformation left out: its true/false queries carry no option label).
+
+Whether the original label still answers a rewritten template item is decided by its
+answer-determining words (the entity, every number, the relation word such as
+"capital" or "minus", the units): ``label_holds``. BOAT moves its label with every
+change, so for BOAT the label it *records* is checked separately, from the option texts.
+
+Every judge states a 1-10 confidence that the original label still holds ("holds" when
+>= ``high``). With no ground truth in a real agents pipeline, the reference is the other
+judges' majority (leave-one-out consensus): over-confidence = P(judge says holds |
+consensus says broken), under-confidence = P(judge says broken | consensus says holds).
+Consensus error = P(all judges' majority != truth), where the truth is known. An agent
+that is also a judge is tested for self-preference: its over-confidence on its own
+rewrites minus on another agent's, over the same items.
 """
 
 from __future__ import annotations
 
 import random
 import re
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from judgeaudit.audits.stats import mean_ci
-from judgeaudit.generation.corpus import ANIMALS, ANTONYMS, CAPITALS, COLOURS, Item
+from judgeaudit.audits.boat import apply_bag, sample_bag
+from judgeaudit.audits.stats import BootstrapSettings, joint_bootstrap, mean_ci
+from judgeaudit.generation.corpus import ANIMALS, ANTONYMS, CAPITALS, COLOURS, UNITS, Item
+from judgeaudit.generation.mcq import MCQ
 from judgeaudit.models.base import LanguageModel
 
 _POOLS = {"capital": sorted(CAPITALS), "antonym": sorted(ANTONYMS), "colour": sorted(COLOURS),
           "animal": sorted(ANIMALS)}
+_RELATIONS = {"arithmetic": ("plus", "minus", "add", "subtract", "+", "-"), "capital": ("capital",),
+              "antonym": ("opposite", "antonym"), "colour": ("colour",), "compare": ("larger", "bigger"),
+              "animal": ("sound", "noise"), "units": tuple({w for s, b, _ in UNITS for w in (s, b)})}
 _FRAMES = ("Could you tell me: {q}", "{q} Please answer briefly.", "Quick question - {q}",
            "I was wondering. {q}")
+_TOKEN = re.compile(r"[A-Za-z]+|\d+|[+-]")
+PROMPT_TEMPLATE = ("Rewrite the question below in your own words, changing about {percent}% of its wording. "
+                   "Reply with the rewritten question only.\nQuestion: {question}\nRewritten question:")
 
 
 @dataclass(frozen=True)
 class ProbeItem:
     item_id: str
-    question: str  # the rephrased question
-    label: str  # the original item's answer
-    holds: bool  # does the label still answer the rephrased question?
+    question: str  # the rewritten question
+    label: str  # the original item's label
+    holds: bool  # does the original label still answer the rewritten question?
+    rewriter: str = "rule"
+    strength: float = 1.0
+    recorded_ok: bool | None = None  # is the label the rewriter records right (default: ``holds``)
+
+
+def _tokens(text: str) -> list[str]:
+    return [t.lower() for t in _TOKEN.findall(text)]
+
+
+def _key_words(item: Item) -> list[list[str]]:
+    """The answer-determining words of a template item, each as a token sequence."""
+    toks = _tokens(item.prompt)
+    keys = [_tokens(e) for e in _POOLS.get(item.category, ()) if _contains(toks, _tokens(e))]
+    return keys + [[w] for w in _RELATIONS.get(item.category, ()) if w in toks]
+
+
+def _contains(tokens: list[str], seq: list[str]) -> bool:
+    return any(tokens[k:k + len(seq)] == seq for k in range(len(tokens) - len(seq) + 1))
+
+
+def label_holds(item: Item, question: str) -> bool:
+    """Whether ``item``'s label still answers ``question``: every answer-determining word
+    of the original survives, and the numbers are the same, in the same order."""
+    toks = _tokens(question)
+    numbers = [t for t in toks if t.isdigit()]
+    return (numbers == [t for t in _tokens(item.prompt) if t.isdigit()]
+            and all(_contains(toks, key) for key in _key_words(item)))
 
 
 def _swap_entity(item: Item, rng: random.Random) -> str | None:
@@ -50,19 +106,81 @@ def _swap_entity(item: Item, rng: random.Random) -> str | None:
         item.prompt[number.end():]
 
 
-def rule_rephrase(items: list[Item], seed: int) -> list[ProbeItem]:
-    """Meaning-keeping rewordings for even positions, entity swaps for odd ones."""
+def rule_rephrase(items: Sequence[Item], seed: int, strength: float = 0.5) -> list[ProbeItem]:
+    """A meaning-keeping frame for every item; the key entity swapped with probability
+    ``strength`` (the truth is the planted swap)."""
     rng = random.Random(seed)
     out = []
-    for k, item in enumerate(items):
-        frame = rng.choice(_FRAMES)
-        swapped = _swap_entity(item, rng) if k % 2 else None
+    for item in items:
+        frame, swap = rng.choice(_FRAMES), rng.random() < strength
+        swapped = _swap_entity(item, rng) if swap else None
         question = frame.format(q=swapped if swapped else item.prompt)
-        out.append(ProbeItem(item.prompt_id, question, item.fact, holds=swapped is None))
+        out.append(ProbeItem(item.prompt_id, question, item.fact, swapped is None, "rule", strength))
     return out
 
 
-def confidences(judge: LanguageModel, probes: list[ProbeItem], mode: str = "prompted") -> np.ndarray:
+def _prefix_head(model: LanguageModel) -> str:
+    """What the model's prompt format puts before the user's words (for continuation)."""
+    marker = "\x00"
+    return model.format_prompt(marker).split(marker)[0]
+
+
+def model_rephrase(agent: LanguageModel, items: Sequence[Item], strength: float, seed: int, *,
+                   mode: str = "resample", template: str = PROMPT_TEMPLATE,
+                   max_new_tokens: int = 48) -> list[ProbeItem]:
+    """Every item rewritten by ``agent`` at ``strength``. ``resample``: a share of the
+    words (drawn per item) re-sampled left to right, each from the agent given the
+    rewritten words before it, in one batched generate call per position; ``prompt``: the
+    agent asked to rephrase (an empty reply keeps the question)."""
+    if mode == "prompt":
+        prompts = [agent.format_prompt(template.format(question=it.prompt, percent=round(100 * strength)))
+                   for it in items]
+        replies = agent.generate(prompts, max_new_tokens=max_new_tokens, seed=seed)
+        questions = [next((ln.strip() for ln in r.splitlines() if ln.strip()), it.prompt)
+                     for r, it in zip(replies, items)]
+    elif mode == "resample":
+        rng = random.Random(seed)
+        words = [it.prompt.split(" ") for it in items]
+        chosen = [sorted(rng.sample(range(len(w)), round(strength * len(w)))) for w in words]
+        head = _prefix_head(agent)
+        for step in range(max((len(c) for c in chosen), default=0)):
+            rows = [k for k, c in enumerate(chosen) if len(c) > step]
+            prompts = [(head + " ".join(words[k][:chosen[k][step]])).rstrip() for k in rows]
+            outs = agent.generate(prompts, max_new_tokens=4, temperature=1.0, seed=seed + step)
+            for k, out in zip(rows, outs):
+                if out.split():
+                    words[k][chosen[k][step]] = out.split()[0]
+        questions = [" ".join(w) for w in words]
+    else:
+        raise ValueError(f"unknown rephrasing mode {mode!r}: resample or prompt")
+    return [ProbeItem(it.prompt_id, q, it.fact, label_holds(it, q), agent.name, strength)
+            for it, q in zip(items, questions)]
+
+
+def _recorded_ok(before: MCQ, after: MCQ) -> bool:
+    """BOAT's recorded label checked from the option texts: the originally correct text
+    is where the label points, or (answer removal) it is gone and the label is N."""
+    right = before.options[before.answer]
+    if after.answer is None:
+        return right not in after.options
+    return after.options[after.answer] == right
+
+
+def boat_rephrase(mcqs: Sequence[MCQ], strength: float, seed: int) -> list[ProbeItem]:
+    """Every item under a bag drawn with the paper's probabilities times ``strength``
+    (binary transformation dropped), probed with its original label."""
+    rng = random.Random(seed)
+    out = []
+    for k, item in enumerate(mcqs):
+        bag = tuple(b for b in sample_bag(rng, strength=strength, jitter=item.jitterable)
+                    if b != "binary_transformation")
+        after = apply_bag(item, bag, rng, mcqs)
+        out.append(ProbeItem(f"m{k:05d}", after.render(), item.gold, after.gold == item.gold, "boat", strength,
+                             _recorded_ok(item, after)))
+    return out
+
+
+def confidences(judge: LanguageModel, probes: Sequence[ProbeItem], mode: str = "prompted") -> np.ndarray:
     """1-10 confidence that each label holds: the expected value over the score tokens
     after a rating prompt ("prompted"), or 1 + 9 x the label's likelihood share against a
     fixed refusal ("likelihood", for models that cannot follow the prompt)."""
@@ -82,24 +200,96 @@ def confidences(judge: LanguageModel, probes: list[ProbeItem], mode: str = "prom
     return 1 + 9 / (1 + np.exp(mean_alt - mean_lp))
 
 
-def probe_rates(conf: pd.DataFrame, *, n_boot: int, confidence: float, seed: int, low: float = 5,
+def probe_table(probes: Sequence[ProbeItem], conf: dict[str, np.ndarray]) -> pd.DataFrame:
+    """One row per (judge, probe): rewriter, strength, item_id, holds, recorded_ok, confidence."""
+    base = pd.DataFrame({"rewriter": [p.rewriter for p in probes], "strength": [p.strength for p in probes],
+                         "item_id": [p.item_id for p in probes], "holds": [p.holds for p in probes],
+                         "recorded_ok": [p.holds if p.recorded_ok is None else p.recorded_ok for p in probes]})
+    return pd.concat([base.assign(judge=j, confidence=c) for j, c in conf.items()], ignore_index=True)
+
+
+def _rate(indicator: np.ndarray, name: str, stats: dict) -> dict:
+    if len(indicator) == 0:
+        return {}
+    est = mean_ci(indicator.astype(float), **stats)
+    return {name: est.estimate, f"{name}_ci_low": est.ci_low, f"{name}_ci_high": est.ci_high, f"{name}_n": est.n}
+
+
+def _verdicts(group: pd.DataFrame, high: float) -> tuple[pd.DataFrame, pd.Series]:
+    """(item x judge "says holds", truth per item) of one (rewriter, strength)."""
+    says = group.assign(says=group.confidence >= high).pivot(index="item_id", columns="judge", values="says")
+    return says.astype(bool), group.groupby("item_id").holds.first().reindex(says.index).astype(bool)
+
+
+def probe_rates(table: pd.DataFrame, *, n_boot: int, confidence: float, seed: int,
                 high: float = 6) -> pd.DataFrame:
-    """Per judge, and for the judges' majority ("consensus"): over-confidence,
-    under-confidence and error rates, each with n and a bootstrap CI.
-    ``conf`` has columns judge, item_id, holds, confidence."""
-    votes = conf.assign(says=conf.confidence >= high).groupby("item_id").agg(
-        share=("says", "mean"), holds=("holds", "first"))
-    groups = [(j, g.confidence.to_numpy() >= high, g.holds.to_numpy()) for j, g in conf.groupby("judge")]
-    groups.append(("consensus", votes.share.to_numpy() > 0.5, votes.holds.to_numpy()))
+    """Per (rewriter, strength) and judge: over- and under-confidence against the other
+    judges' majority, and the error against the truth; for "consensus" (all judges'
+    majority) the same three against the truth (its error is the consensus error)."""
+    stats = dict(n_boot=n_boot, confidence=confidence, seed=seed)
     rows = []
-    for judge, says, holds in groups:
-        row = {"judge": judge}
-        for name, indicator in (("over_confidence", says[~holds]), ("under_confidence", ~says[holds]),
-                                ("error", says != holds)):
-            if len(indicator) == 0:
-                continue
-            est = mean_ci(indicator.astype(float), n_boot=n_boot, confidence=confidence, seed=seed)
-            row.update({name: est.estimate, f"{name}_ci_low": est.ci_low,
-                        f"{name}_ci_high": est.ci_high, f"{name}_n": est.n})
+    for (rewriter, strength), group in table.groupby(["rewriter", "strength"], sort=False):
+        says, truth = _verdicts(group, high)
+        for judge in says.columns:
+            others = says.drop(columns=judge)
+            ref = others.mean(axis=1) > 0.5 if others.shape[1] else truth
+            row = {"rewriter": rewriter, "strength": strength, "judge": judge}
+            row |= _rate(says[judge][~ref].to_numpy(), "over_confidence", stats)
+            row |= _rate(~says[judge][ref].to_numpy(), "under_confidence", stats)
+            row |= _rate((says[judge] != truth).to_numpy(), "error", stats)
+            rows.append(row)
+        cons = says.mean(axis=1) > 0.5
+        row = {"rewriter": rewriter, "strength": strength, "judge": "consensus"}
+        row |= _rate(cons[~truth].to_numpy(), "over_confidence", stats)
+        row |= _rate(~cons[truth].to_numpy(), "under_confidence", stats)
+        row |= _rate((cons != truth).to_numpy(), "error", stats)
         rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def rewriter_errors(table: pd.DataFrame, *, n_boot: int, confidence: float, seed: int) -> pd.DataFrame:
+    """Per (rewriter, strength): the share of items whose original label no longer holds
+    (label_moved), and the share whose recorded label is wrong (label_error: the data
+    bias a benchmark built by that rewriter carries), each with n and a CI."""
+    stats = dict(n_boot=n_boot, confidence=confidence, seed=seed)
+    items = table.drop_duplicates(["rewriter", "strength", "item_id"])
+    rows = []
+    for (rewriter, strength), g in items.groupby(["rewriter", "strength"], sort=False):
+        rows.append({"rewriter": rewriter, "strength": strength}
+                    | _rate(~g.holds.to_numpy(bool), "label_moved", stats)
+                    | _rate(~g.recorded_ok.to_numpy(bool), "label_error", stats))
+    return pd.DataFrame(rows)
+
+
+def _nan_mean(x: np.ndarray) -> np.ndarray:
+    """Row means over the finite entries (nan where a row has none)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.nansum(x, axis=1) / np.isfinite(x).sum(axis=1)
+
+
+def self_preference(table: pd.DataFrame, *, settings: BootstrapSettings, high: float = 6) -> pd.DataFrame:
+    """For each agent that is also a judge, at each strength and against each other
+    agent: its over-confidence on its own broken rewrites minus on the other's, items
+    resampled jointly; broken by the other judges' majority (reference "consensus") and
+    by the truth (reference "truth"). Positive: it waves its own broken rewrites through
+    more often."""
+    judges = set(table.judge)
+    agents = [r for r in table.rewriter.unique() if r in judges]
+    rows = []
+    for strength, group in table.groupby("strength", sort=False):
+        verdicts = {r: _verdicts(g, high) for r, g in group.groupby("rewriter") if r in agents}
+        for agent in verdicts:
+            for other in (o for o in verdicts if o != agent):
+                for reference in ("consensus", "truth"):
+                    cols = {}
+                    for key, rewriter in (("own", agent), ("other", other)):
+                        says, truth = verdicts[rewriter]
+                        broken = ~(says.drop(columns=agent).mean(axis=1) > 0.5) if reference == "consensus" else ~truth
+                        cols[key] = np.where(broken, says[agent].astype(float), np.nan)
+                    est = joint_bootstrap(cols, {"gap": lambda c: _nan_mean(c["own"]) - _nan_mean(c["other"])},
+                                          settings)["gap"]
+                    rows.append({"agent": agent, "other": other, "strength": strength, "reference": reference,
+                                 "gap": est.estimate, "gap_ci_low": est.ci_low, "gap_ci_high": est.ci_high,
+                                 "n_items": est.n, "n_own_broken": int(np.isfinite(cols["own"]).sum()),
+                                 "n_other_broken": int(np.isfinite(cols["other"]).sum())})
     return pd.DataFrame(rows)

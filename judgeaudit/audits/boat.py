@@ -122,18 +122,21 @@ SINGLE = {"distractor_question": ("distractor_question",), "distractor_hint": ("
           "question_jitter": ("question_jitter",)}  # on the items it can change only
 
 
-def sample_bag(rng: random.Random, answer_removal_scale: float = 1.0, jitter: bool = False) -> tuple[str, ...]:
+def sample_bag(rng: random.Random, answer_removal_scale: float = 1.0, jitter: bool = False,
+               strength: float = 1.0) -> tuple[str, ...]:
     """A bag under the constraints: binary transformation alone (or after question
     jitter); answer removal only with a distractor hint. ``answer_removal_scale`` halves it
-    for few-shot examples; ``jitter``: the item can take question jitter."""
-    if rng.random() < PROBABILITIES["binary_transformation"]:
+    for few-shot examples; ``jitter``: the item can take question jitter; ``strength``
+    scales every probability (1: the paper's)."""
+    p = {name: min(1.0, q * strength) for name, q in PROBABILITIES.items()}
+    if rng.random() < p["binary_transformation"]:
         bag: tuple[str, ...] = ("binary_transformation",)
     else:
-        drawn = [n for n in ORDER if n != "answer_removal" and rng.random() < PROBABILITIES[n]]
-        if "distractor_hint" in drawn and rng.random() < PROBABILITIES["answer_removal"] * answer_removal_scale:
+        drawn = [n for n in ORDER if n != "answer_removal" and rng.random() < p[n]]
+        if "distractor_hint" in drawn and rng.random() < p["answer_removal"] * answer_removal_scale:
             drawn.append("answer_removal")
         bag = tuple(n for n in ORDER if n in drawn)
-    if jitter and rng.random() < PROBABILITIES["question_jitter"]:
+    if jitter and rng.random() < p["question_jitter"]:
         bag = ("question_jitter", *bag)
     return bag
 

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from judgeaudit.audits.agent_probe import confidences, probe_rates, rule_rephrase
+from judgeaudit.audits.agent_probe import (PROMPT_TEMPLATE, boat_rephrase, confidences, model_rephrase, probe_rates, probe_table,
+                                          rewriter_errors, rule_rephrase, self_preference)
+from judgeaudit.audits.stats import BootstrapSettings
 from judgeaudit.audits.boat_eval import boat_runs, boat_summary, single_effects, single_runs
 from judgeaudit.config import Params
 from judgeaudit.generation.corpus import make_items
@@ -20,19 +22,31 @@ from judgeaudit.sources.mcq_benchmarks import RealItems, read_gsm8k, read_mmlu
 from judgeaudit.training.trainers import sft
 
 
-def agent_probe(params: Params, layout: Layout) -> pd.DataFrame:
-    """Every judge rates rephrased eval-style items (half with the label broken)."""
-    probes = rule_rephrase(make_items(params.boat.n_items, params.seed + 8, "r",
-                                      tuple(params.corpus.categories)), params.seed)
-    frames = []
-    for entry in unique_roster(params):
-        name = entry["judge"]
-        judge = load_model(params.spec_for(name, layout.models), name=name)
-        conf = confidences(judge, probes, params.judge.modes.get(name, params.judge.mode))
-        frames.append(pd.DataFrame({"judge": name, "item_id": [p.item_id for p in probes],
-                                    "holds": [p.holds for p in probes], "confidence": conf}))
-    return probe_rates(pd.concat(frames, ignore_index=True), n_boot=params.audit.n_boot,
-                       confidence=params.audit.confidence, seed=params.seed)
+def agent_probe(params: Params, layout: Layout) -> dict:
+    """The agents-as-evaluator probe: items rewritten by the rule rewriter, by each
+    configured agent and by BOAT, at every strength; every judge of the roster rates
+    whether the original label still holds. Tables: rewriters (label moved / label
+    error), rates (over-/under-confidence, error; consensus), self_preference."""
+    cfg, cats = params.boat.probe, tuple(params.corpus.categories)
+    items = make_items(cfg.n_items, params.seed + 8, "r", cats)
+    mcqs = make_mcqs(cfg.n_items, params.seed + 9, cats)
+    judges = {e["judge"]: load_model(params.spec_for(e["judge"], layout.models), name=e["judge"])
+              for e in unique_roster(params)}
+    probes = []
+    for k, strength in enumerate(cfg.strengths):
+        probes += rule_rephrase(items, params.seed + k, strength)
+        for agent_name in cfg.agents:
+            agent = judges.get(agent_name) or load_model(params.spec_for(agent_name, layout.models), name=agent_name)
+            probes += model_rephrase(agent, items, strength, params.seed + k, mode=cfg.mode,
+                                     template=cfg.template or PROMPT_TEMPLATE, max_new_tokens=cfg.max_new_tokens)
+        probes += boat_rephrase(mcqs, strength, params.seed + k)
+    table = probe_table(probes, {name: confidences(judge, probes, params.judge.modes.get(name, params.judge.mode))
+                                 for name, judge in judges.items()})
+    stats = dict(n_boot=params.audit.n_boot, confidence=params.audit.confidence, seed=params.seed)
+    return {"rewriters": rewriter_errors(table, **stats).to_dict("records"),
+            "rates": probe_rates(table, **stats).to_dict("records"),
+            "self_preference": self_preference(table, settings=BootstrapSettings(**stats)).to_dict("records"),
+            "agents": list(cfg.agents), "mode": cfg.mode, "n_items": cfg.n_items}
 
 
 def real_benchmarks(params: Params) -> tuple[dict[str, RealItems], dict[str, str]]:
@@ -85,5 +99,5 @@ def boat_stage(params: Params, layout: Layout) -> tuple[pd.DataFrame, dict]:
             target[name] = boat_summary(res, **stats)
     summary["single"] = pd.concat(single, ignore_index=True).to_dict("records")
     summary["sources"] = {"generated": f"{cfg.n_items} template items, {cfg.shots}-shot", **notes}
-    summary["probe"] = agent_probe(params, layout).to_dict("records")
+    summary["probe"] = agent_probe(params, layout)
     return pd.concat(tables, ignore_index=True), summary

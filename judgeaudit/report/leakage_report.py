@@ -317,7 +317,7 @@ def _pu_section(pu: dict | None, out_dir: Path) -> str:
     return text
 
 
-def _boat_section(boat: dict | None) -> str:
+def _boat_section(boat: dict | None, out_dir: Path) -> str:
     if not boat or "clean" not in boat:
         return ""
     sources = "".join(f"<li>{k}: {v}</li>" for k, v in boat.get("sources", {}).items())
@@ -335,10 +335,62 @@ def _boat_section(boat: dict | None) -> str:
             f"flags memorised answers.</p><ul>{sources}</ul>" + _fmt(boat_table(boat))
             + "<h3>BOAT accuracy per intervention (within bags)</h3>" + _fmt(boat_interventions(boat))
             + single_html
-            + "<h3>Agents-as-evaluator probe</h3><p>Judges rate (1-10) whether an item's label "
-            "still holds after rephrasing; half the rephrasings break it. Over-confidence: rated "
-            "&ge; 6 when broken; under-confidence: rated &le; 5 when intact; consensus: the "
-            "judges' majority vote.</p>" + _fmt(pd.DataFrame(boat.get("probe", []))))
+            + _probe_section(boat.get("probe"), out_dir))
+
+
+def plot_probe(probe: dict, path: Path) -> Path:
+    """Against rewriting strength: the share of items whose recorded label is wrong, the
+    judges' consensus over-confidence, and each agent's self-preference gap (95% CIs)."""
+    rew, rates = pd.DataFrame(probe["rewriters"]), pd.DataFrame(probe["rates"])
+    cons = rates[rates.judge == "consensus"]
+    selfp = pd.DataFrame(probe["self_preference"])
+    fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
+    panels = ((axes[0], rew, "label_error", "recorded label wrong"),
+              (axes[1], cons, "over_confidence", "consensus says holds | broken"))
+    for ax, frame, col, ylabel in panels:
+        for name, g in frame.groupby("rewriter", sort=False):
+            ax.errorbar(g.strength, g[col], yerr=[g[col] - g[f"{col}_ci_low"], g[f"{col}_ci_high"] - g[col]],
+                        fmt="o-", capsize=3, label=name)
+        ax.set_xlabel("rewriting strength")
+        ax.set_ylabel(f"{ylabel} (95% CI)")
+        ax.set_ylim(-0.05, 1.05)
+        ax.legend(fontsize=7)
+    if len(selfp):
+        for (agent, other), g in selfp[selfp.reference == "truth"].groupby(["agent", "other"], sort=False):
+            axes[2].errorbar(g.strength, g.gap, yerr=[g.gap - g.gap_ci_low, g.gap_ci_high - g.gap], fmt="o-",
+                             capsize=3, label=f"{agent} vs {other}")
+        axes[2].axhline(0, color="grey", lw=0.6, ls=":")
+        axes[2].legend(fontsize=7)
+    axes[2].set_xlabel("rewriting strength")
+    axes[2].set_ylabel("self-preference: own - other's (95% CI)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def _probe_section(probe: dict | None, out_dir: Path) -> str:
+    if not probe or "rewriters" not in probe:
+        return ""
+    png = plot_probe(probe, out_dir / "boat_probe.png")
+    rates = pd.DataFrame(probe["rates"])
+    cols = ["rewriter", "strength", "judge"] + [f"{m}{x}" for m in ("over_confidence", "under_confidence", "error")
+                                                 for x in ("", "_ci_low", "_ci_high", "_n")]
+    return ("<h3>Agents-as-evaluator probe, and the same on BOAT</h3><p>Items rewritten by a rule (key entity "
+            "swapped with probability s), by each agent "
+            f"({', '.join(probe['agents']) or 'none configured'}; mode {probe['mode']}: a share s of the words "
+            "re-sampled by the agent, or a prompted rephrase) and by BOAT (bags with the paper's probabilities "
+            f"x s), {probe['n_items']} items per cell. Label moved: the original label no longer answers the "
+            "item; label error: the label the rewriter records is wrong (an agents pipeline keeps the original "
+            "label; BOAT moves it, checked from the option texts). Each judge rates (1-10) whether the original "
+            "label still holds (&ge; 6: holds). Over-confidence: says holds where the other judges' majority "
+            "says broken; under-confidence: says broken where it says holds; error: against the truth. "
+            "Consensus row: all judges' majority against the truth (its error is the consensus error). "
+            "Self-preference: an agent's over-confidence on its own broken rewrites minus on another agent's, "
+            "broken by consensus or by truth.</p>"
+            + f"<img src='{png.name}' alt='agents-as-evaluator probe'>"
+            + _fmt(pd.DataFrame(probe["rewriters"])) + _fmt(pd.DataFrame(probe["self_preference"]))
+            + _fmt(rates[[c for c in cols if c in rates]]))
 
 
 def plot_pls(pls: pd.DataFrame, path: Path) -> Path:
@@ -487,7 +539,7 @@ torch {made_on['packages']['torch']}: the tables are bitwise reproducible on one
 <h2>PLS per generator pair</h2>{_fmt(pairs)}
 <h2>Win rates per judge</h2>{_fmt(wr.drop(columns=["metric", "confidence"]))}
 {_robustness_section(robustness, out_dir)}
-{_boat_section(boat)}
+{_boat_section(boat, out_dir)}
 {_pu_section(pu, out_dir)}
 {prefix_html}
 {_score_range_section(score_range, out_dir)}
