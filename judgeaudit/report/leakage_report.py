@@ -18,6 +18,13 @@ from judgeaudit.tables import write_json  # noqa: E402
 TIER_ORDER = ["same", "inheritance", "same_family"]
 
 
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
 def _fmt(frame: pd.DataFrame) -> str:
     return frame.to_html(index=False, float_format=lambda x: f"{x:.3f}", border=0, classes="t")
 
@@ -208,10 +215,7 @@ def plot_leakage_studies(studies: dict, path: Path) -> Path:
         ax.set_xlabel(label)
         ax.set_ylabel(f"PLS ({studies['tier']} tier, 95% CI)")
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 MITIGATION_ORDER = ["plain", "chain-of-thought", "paraphrase", "automatic-calibration", "contextual-calibration"]
@@ -234,10 +238,7 @@ def plot_mitigations(table: pd.DataFrame, path: Path) -> Path:
         ax.invert_yaxis()
         ax.set_xlabel({"pls": "PLS", "error_bias": "Error Bias"}[metric] + " (95% CI)")
         ax.legend(fontsize=7, title="tier", title_fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def _studies_section(studies: dict | None, out_dir: Path) -> str:
@@ -363,10 +364,7 @@ def plot_probe(probe: dict, path: Path) -> Path:
         axes[2].legend(fontsize=7)
     axes[2].set_xlabel("rewriting strength")
     axes[2].set_ylabel("self-preference: own - other's (95% CI)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def _probe_section(probe: dict | None, out_dir: Path) -> str:
