@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import random
 import re
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -230,20 +229,14 @@ def probe_rates(table: pd.DataFrame, *, n_boot: int, confidence: float, seed: in
     rows = []
     for (rewriter, strength), group in table.groupby(["rewriter", "strength"], sort=False):
         says, truth = _verdicts(group, high)
-        for judge in says.columns:
-            others = says.drop(columns=judge)
-            ref = others.mean(axis=1) > 0.5 if others.shape[1] else truth
-            row = {"rewriter": rewriter, "strength": strength, "judge": judge}
-            row |= _rate(says[judge][~ref].to_numpy(), "over_confidence", stats)
-            row |= _rate(~says[judge][ref].to_numpy(), "under_confidence", stats)
-            row |= _rate((says[judge] != truth).to_numpy(), "error", stats)
-            rows.append(row)
-        cons = says.mean(axis=1) > 0.5
-        row = {"rewriter": rewriter, "strength": strength, "judge": "consensus"}
-        row |= _rate(cons[~truth].to_numpy(), "over_confidence", stats)
-        row |= _rate(~cons[truth].to_numpy(), "under_confidence", stats)
-        row |= _rate((cons != truth).to_numpy(), "error", stats)
-        rows.append(row)
+        verdicts = {j: (says[j], says.drop(columns=j).mean(axis=1) > 0.5 if says.shape[1] > 1 else truth)
+                    for j in says.columns}
+        verdicts["consensus"] = (says.mean(axis=1) > 0.5, truth)
+        for judge, (said, ref) in verdicts.items():
+            rows.append({"rewriter": rewriter, "strength": strength, "judge": judge}
+                        | _rate(said[~ref].to_numpy(), "over_confidence", stats)
+                        | _rate(~said[ref].to_numpy(), "under_confidence", stats)
+                        | _rate((said != truth).to_numpy(), "error", stats))
     return pd.DataFrame(rows)
 
 

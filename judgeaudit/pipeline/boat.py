@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from judgeaudit.audits.agent_probe import (PROMPT_TEMPLATE, boat_rephrase, confidences, model_rephrase, probe_rates, probe_table,
-                                          rewriter_errors, rule_rephrase, self_preference)
+from judgeaudit.audits.agent_probe import (PROMPT_TEMPLATE, boat_rephrase, confidences, model_rephrase, probe_rates,
+                                          probe_table, rewriter_errors, rule_rephrase, self_preference)
 from judgeaudit.audits.stats import BootstrapSettings
 from judgeaudit.audits.boat_eval import boat_runs, boat_summary, single_effects, single_runs
 from judgeaudit.config import Params
@@ -30,13 +30,15 @@ def agent_probe(params: Params, layout: Layout) -> dict:
     cfg, cats = params.boat.probe, tuple(params.corpus.categories)
     items = make_items(cfg.n_items, params.seed + 8, "r", cats)
     mcqs = make_mcqs(cfg.n_items, params.seed + 9, cats)
-    judges = {e["judge"]: load_model(params.spec_for(e["judge"], layout.models), name=e["judge"])
-              for e in unique_roster(params)}
+    def model(name: str):
+        return load_model(params.spec_for(name, layout.models), name=name)
+
+    judges = {e["judge"]: model(e["judge"]) for e in unique_roster(params)}
+    agents = [judges.get(name) or model(name) for name in cfg.agents]
     probes = []
     for k, strength in enumerate(cfg.strengths):
         probes += rule_rephrase(items, params.seed + k, strength)
-        for agent_name in cfg.agents:
-            agent = judges.get(agent_name) or load_model(params.spec_for(agent_name, layout.models), name=agent_name)
+        for agent in agents:
             probes += model_rephrase(agent, items, strength, params.seed + k, mode=cfg.mode,
                                      template=cfg.template or PROMPT_TEMPLATE, max_new_tokens=cfg.max_new_tokens)
         probes += boat_rephrase(mcqs, strength, params.seed + k)
