@@ -12,6 +12,10 @@ baselines (``win_rates.gamed_stand_in``), and compares like with like on both
 with the gamed rows). AlpacaEval maps the difficulty onto an annotation file by row
 position, so every model's annotations are first put in one instruction order.
 
+judgeaudit runs both ways of choosing the GLM's penalty (``LCSettings.cv``): "liblinear",
+AlpacaEval's 50 fits per model, and "exact", every model's folds and grid solved at once
+by ``audits.l1_logistic`` (torch on every core here, as liblinear runs on one).
+
     python bench/alpacaeval_lc.py [--data ../shared/data/alpacaeval/weighted_alpaca_eval_gpt4_turbo]
 """
 
@@ -30,7 +34,13 @@ import numpy as np
 import pandas as pd
 
 from judgeaudit.audits.stats import BootstrapSettings
-from judgeaudit.audits.win_rates import controlled_win_rates, gamed_stand_in, instruction_difficulty, preferences
+from judgeaudit.audits.win_rates import (
+    LCSettings,
+    controlled_win_rates,
+    gamed_stand_in,
+    instruction_difficulty,
+    preferences,
+)
 from judgeaudit.pipeline.leaderboard import LeaderboardSettings, build_leaderboard
 from judgeaudit.sources import read_source
 
@@ -91,9 +101,11 @@ def main() -> None:
     gamed, stand_in = gamed_stand_in(prefs)
     ours, seconds = {}, {}
     for glm, rows in (("length_controlled_noreg", None), ("length_controlled_v1", gamed)):
-        t0 = time.perf_counter()
-        ours[glm] = controlled_win_rates(prefs, difficulty, "lc", gamed=rows)[0].set_index("model")["lc_win_rate"]
-        seconds[glm] = time.perf_counter() - t0
+        for cv in ("liblinear", "exact"):
+            t0 = time.perf_counter()
+            fit = controlled_win_rates(prefs, difficulty, "lc", LCSettings(cv=cv), gamed=rows)[0].set_index("model")
+            seconds[glm, cv] = time.perf_counter() - t0
+            ours[glm, cv] = fit[["lc_win_rate"]]
 
     python = ensure_venv()
     with tempfile.TemporaryDirectory() as work:
@@ -123,15 +135,16 @@ def main() -> None:
         done = subprocess.run([str(python), "-c", CHILD, work], capture_output=True, text=True, check=True)
     theirs = json.loads(done.stdout.strip().splitlines()[-1])
     print(f"gamed baselines stood in for by {stand_in}'s verbose and concise variants")
-    for glm in ours:
-        side = ours[glm].rename("judgeaudit").to_frame().join(
+    for (glm, cv), fit in ours.items():
+        side = fit["lc_win_rate"].rename("judgeaudit").to_frame().join(
             pd.Series({m: v[glm] for m, v in theirs["models"].items()}, name="alpaca_eval"), how="inner")
         side["diff"] = side["judgeaudit"] - side["alpaca_eval"]
-        print(f"\n{glm}, same difficulty and gamed rows, {len(side)} models: max |diff| "
-              f"{side['diff'].abs().max():.4f} points; within 0.01: {(side['diff'].abs() <= 0.01).sum()} of "
-              f"{len(side)}; worst: {side['diff'].abs().idxmax()}")
-        print(f"LC fits: judgeaudit {seconds[glm]:.1f} s, AlpacaEval {theirs['seconds'][glm]:.1f} s "
-              f"(ratio {theirs['seconds'][glm] / seconds[glm]:.2f}x)")
+        far = side[side["diff"].abs() > 0.01].sort_values("diff", key=abs, ascending=False)
+        print(f"\n{glm}, judgeaudit cv={cv}, same difficulty and gamed rows, {len(side)} models: max |diff| "
+              f"{side['diff'].abs().max():.4f} points; within 0.01: {len(side) - len(far)} of {len(side)}"
+              + (f"; beyond: {', '.join(f'{m} {d:+.3f}' for m, d in far['diff'].items())}" if len(far) else ""))
+        print(f"LC fits: judgeaudit {seconds[glm, cv]:.2f} s, AlpacaEval {theirs['seconds'][glm]:.2f} s "
+              f"(ratio {theirs['seconds'][glm] / seconds[glm, cv]:.2f}x)")
     print(f"whole leaderboard (raw, LC, style control, Bradley-Terry 1,000 resamples, flags), "
           f"{len(board.board)} models: {t_board:.1f} s")
 

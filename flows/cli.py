@@ -82,6 +82,9 @@ def _parser() -> argparse.ArgumentParser:
     lb.add_argument("--path", required=True, help="annotation file, or a folder of <model>.annotations.json[.gz]")
     lb.add_argument("--out", required=True)
     lb.add_argument("--n-boot", type=int, default=1000)
+    lb.add_argument("--lc-cv", choices=["liblinear", "exact"], default="liblinear",
+                    help="how the LC GLM's penalty is chosen: AlpacaEval's liblinear fits (its figures to the last "
+                         "digit) or all models solved exactly at once (~10x faster, within ~0.1 point)")
     lb.add_argument("--seed", type=int, default=0)
     deps = sub.add_parser("deps", help="check that dvc.yaml's deps cover the code each stage runs (its import "
                                        "closure) and its params the sections it reads, or rewrite them")
@@ -180,11 +183,13 @@ def _judge_benchmark(args: argparse.Namespace) -> int:
 
 def _leaderboard(args: argparse.Namespace) -> int:
     from judgeaudit.audits.stats import BootstrapSettings
+    from judgeaudit.audits.win_rates import LCSettings
     from judgeaudit.pipeline.leaderboard import LeaderboardSettings, build_leaderboard, write_leaderboard
     from judgeaudit.sources import read_source
 
     table, report = read_source(args.source, args.path)
-    result = build_leaderboard(table, LeaderboardSettings(BootstrapSettings(args.n_boot, 0.95, args.seed)))
+    result = build_leaderboard(table, LeaderboardSettings(BootstrapSettings(args.n_boot, 0.95, args.seed),
+                                                          LCSettings(cv=args.lc_cv)))
     paths = write_leaderboard(result, Path(args.out))
     for note in report.notes:
         print(f"note: {note}")

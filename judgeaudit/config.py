@@ -428,6 +428,8 @@ class LeaderboardSection(_Strict):
     path: str = "../shared/data/alpacaeval/weighted_alpaca_eval_gpt4_turbo"
     n_boot: int = Field(ge=100, default=1000)
     flag_threshold: float = Field(gt=0, lt=1, default=0.5)
+    # the LC GLM's penalty: chosen by AlpacaEval's liblinear fits, or solved exactly (~10x faster)
+    lc_cv: Literal["liblinear", "exact"] = "liblinear"
     self_preference: SelfPreferenceSection | None = None
 
 

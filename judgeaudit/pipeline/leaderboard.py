@@ -152,7 +152,8 @@ def leaderboard_stage(params, out: Path) -> dict:
     result = None
     if Path(section.path).exists():
         table, report = read_source(section.source, section.path)
-        result = build_leaderboard(table, LeaderboardSettings(boot, flag_threshold=section.flag_threshold))
+        result = build_leaderboard(table, LeaderboardSettings(boot, LCSettings(cv=section.lc_cv),
+                                                              flag_threshold=section.flag_threshold))
         summary = result.summary
         summary["notes"] = report.notes
     else:
