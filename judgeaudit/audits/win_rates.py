@@ -25,6 +25,7 @@ the two outputs' own).
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -187,8 +188,8 @@ def gamed_stand_in(prefs: pd.DataFrame) -> tuple[pd.DataFrame | None, str | None
     return pd.concat(rows, ignore_index=True).dropna().reset_index(drop=True), base
 
 
-def _glm_design(part: pd.DataFrame, difficulty: pd.Series, controls: tuple[str, ...], not_gamed: float
-                ) -> np.ndarray:
+def _glm_design(part: pd.DataFrame, difficulty: Mapping[str, float], controls: tuple[str, ...],
+                not_gamed: float) -> np.ndarray:
     """[controls, difficulty, model term] per row. AlpacaEval standardises the length
     difference within the model's rows and within the gamed baselines' rows separately
     (their table arrives standardised)."""
@@ -196,14 +197,13 @@ def _glm_design(part: pd.DataFrame, difficulty: pd.Series, controls: tuple[str, 
                             _lookup(difficulty, part["prompt"]), np.full(len(part), not_gamed)])
 
 
-def _lookup(values: pd.Series, keys: pd.Series) -> np.ndarray:
-    """values[keys], NaN where a key is missing (a dict lookup: pandas' reindex on text keys
+def _lookup(table: Mapping[str, float], keys: pd.Series) -> np.ndarray:
+    """table[keys], NaN where a key is missing (a dict lookup: pandas' reindex on text keys
     costs more than the GLM here)."""
-    table = values.to_dict()
-    return np.fromiter((table.get(k, np.nan) for k in keys), dtype=float, count=len(keys))
+    return np.fromiter((table.get(k, np.nan) for k in keys.to_numpy(object)), dtype=float, count=len(keys))
 
 
-def _glm_rows(frame: pd.DataFrame, difficulty: pd.Series, controls: tuple[str, ...],
+def _glm_rows(frame: pd.DataFrame, difficulty: Mapping[str, float], controls: tuple[str, ...],
               gamed: tuple[np.ndarray, np.ndarray, np.ndarray] | None
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(training design, targets, row weights, the model's own rows at no control difference)."""
@@ -241,9 +241,10 @@ def controlled_fits(frames: list[pd.DataFrame], difficulty: pd.Series, settings:
     seeded as AlpacaEval's, either way."""
     from judgeaudit.audits.l1_logistic import cross_validated_losses
 
-    shared = None if gamed is None else (_glm_design(gamed, difficulty, controls, 0.0), gamed["q"].to_numpy(float),
+    of = difficulty.to_dict()
+    shared = None if gamed is None else (_glm_design(gamed, of, controls, 0.0), gamed["q"].to_numpy(float),
                                          np.full(len(gamed), reg_lambda / 2))
-    rows = [_glm_rows(frame, difficulty, controls, shared) for frame in frames]
+    rows = [_glm_rows(frame, of, controls, shared) for frame in frames]
     if not rows:
         return []
     n_max, d = max(len(r[1]) for r in rows), rows[0][0].shape[1]
