@@ -37,6 +37,10 @@ class EndpointError(RuntimeError):
     the model, the URL and what to do."""
 
 
+class _NotSent(Exception):
+    """A request not sent because an earlier one had failed."""
+
+
 class ResponseCache:
     """Responses already received, appended one JSON line each (a line cut by a kill is
     skipped on reading), keyed by the request; thread-safe."""
@@ -124,15 +128,29 @@ class OpenAIModel(LanguageModel):
     def _map(self, fn: Callable, items: Sequence, desc: str) -> list:
         """``fn`` over ``items`` with at most ``concurrency`` in flight; the first failure
         cancels what has not started and is raised alone."""
+        failed_once = threading.Event()
+
+        def guarded(item):
+            # checked in the worker itself: a worker freed by the failure would otherwise
+            # send the next request before the caller wakes up to cancel it
+            if failed_once.is_set():
+                raise _NotSent
+            try:
+                return fn(item)
+            except BaseException:
+                failed_once.set()
+                raise
+
         pool = ThreadPoolExecutor(max_workers=self.spec.concurrency)
         try:
-            futures = [pool.submit(fn, item) for item in items]
+            futures = [pool.submit(guarded, item) for item in items]
             with tqdm(total=len(futures), desc=f"{desc} [{self.name}]", disable=not self.progress,
                       leave=False) as bar:
                 for f in futures:
                     f.add_done_callback(lambda _: bar.update())
                 done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-                failed = [f for f in futures if f.done() and not f.cancelled() and f.exception()]
+                failed = [f for f in futures if f.done() and not f.cancelled()
+                          and f.exception() is not None and not isinstance(f.exception(), _NotSent)]
                 if failed:
                     raise failed[0].exception()
                 return [f.result() for f in futures]
