@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from scipy.special import expit
 from torch.nn.functional import softplus
 
 _EXACT = 40.0  # softplus(z) = z beyond this, to float64 precision
@@ -103,6 +104,13 @@ def _solve(x: torch.Tensor, w: torch.Tensor, wqx: torch.Tensor, c: float, beta: 
     return beta, p, data
 
 
+def continuous_log_loss(p: np.ndarray, q: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Each row's -w (q log p + (1 - q) log(1 - p)), p clipped to [1e-15, 1 - 1e-15]:
+    scikit-learn's log-loss of a continuous target, as AlpacaEval scores its folds."""
+    p = np.clip(p, 1e-15, 1 - 1e-15)
+    return -(w * (q * np.log(p) + (1 - q) * np.log(1 - p)))
+
+
 def _tensors(*arrays: np.ndarray) -> list[torch.Tensor]:
     return [torch.as_tensor(a, dtype=torch.float64) for a in arrays]
 
@@ -126,8 +134,7 @@ def cross_validated_losses(x: np.ndarray, q: np.ndarray, w: np.ndarray, folds: n
     """Per design and C, the summed held-out log-loss over folds (G, len(cs)).
 
     folds: (G, N) each row's fold index, -1 for padding. The held-out loss of a fold is the
-    mean over its rows of -w (q log p + (1 - q) log(1 - p)), p clipped to [1e-15, 1 - 1e-15]
-    (scikit-learn's continuous log-loss, as AlpacaEval scores its folds)."""
+    mean of ``continuous_log_loss`` over its rows."""
     n_folds, n_designs = int(folds.max()) + 1, len(x)
     train = np.stack([(folds >= 0) & (folds != f) for f in range(n_folds)], axis=1)  # (G, F, N)
     # each fold's held-out rows, padded to the largest fold (padding: weight 0)
@@ -139,7 +146,7 @@ def cross_validated_losses(x: np.ndarray, q: np.ndarray, w: np.ndarray, folds: n
         for f, rows in enumerate(design):
             index[g, f, :len(rows)], mask[g, f, :len(rows)] = rows, 1.0 / len(rows)
     pick = np.arange(n_designs)[:, None, None]
-    x_test, q_test, w_test = _tensors(x[pick, index], q[pick, index], w[pick, index] * mask)
+    x_test, q_test, w_test = x[pick, index], q[pick, index], w[pick, index] * mask
     x_t, q_t, w_t = _tensors(x, q, train * w[:, None, :])
     wqx = (w_t * q_t[:, None, :]) @ x_t
     beta = torch.zeros(n_designs, n_folds, x.shape[-1], dtype=torch.float64)
@@ -147,6 +154,6 @@ def cross_validated_losses(x: np.ndarray, q: np.ndarray, w: np.ndarray, folds: n
     scores = np.zeros((n_designs, len(cs)))
     for k in np.argsort(cs):  # the grid as a path from the strongest penalty, each C warm-started
         beta, p, data = _solve(x_t, w_t, wqx, float(cs[k]), beta, p, data, TOL, 200, 10)
-        held_p = torch.sigmoid((x_test @ beta[..., None])[..., 0]).clamp(1e-15, 1 - 1e-15)
-        scores[:, k] = (-w_test * (q_test * held_p.log() + (1 - q_test) * (1 - held_p).log())).sum((-1, -2)).numpy()
+        held_p = expit(np.einsum("gfnd,gfd->gfn", x_test, beta.numpy()))
+        scores[:, k] = continuous_log_loss(held_p, q_test, w_test).sum((-1, -2))
     return scores

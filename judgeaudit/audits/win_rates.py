@@ -34,6 +34,8 @@ import pandas as pd
 from scipy.special import expit, logit
 from sklearn.linear_model import LogisticRegression
 
+from judgeaudit.audits.l1_logistic import continuous_log_loss, cross_validated_losses
+
 CS = np.logspace(-4, 4, 10)  # scikit-learn LogisticRegressionCV's default grid, as AlpacaEval uses
 
 
@@ -159,8 +161,7 @@ def _liblinear_cv_losses(x: np.ndarray, q: np.ndarray, w: np.ndarray, folds: np.
         tr, te = folds != f, folds == f
         for k, c in enumerate(CS):
             model = _continuous_fit(x[tr], q[tr], w[tr], c, seed, draw=k)
-            p = np.clip(model.predict_proba(x[te])[:, 1], 1e-15, 1 - 1e-15)
-            scores[k] += -np.mean(w[te] * (q[te] * np.log(p) + (1 - q[te]) * np.log(1 - p)))
+            scores[k] += continuous_log_loss(model.predict_proba(x[te])[:, 1], q[te], w[te]).mean()
     return scores
 
 
@@ -239,8 +240,6 @@ def controlled_fits(frames: list[pd.DataFrame], difficulty: pd.Series, settings:
     50 liblinear fits per model, with "exact" every model's folds and grid solved at once to
     the objective's optimum (``l1_logistic``). The refit at the chosen C is liblinear's,
     seeded as AlpacaEval's, either way."""
-    from judgeaudit.audits.l1_logistic import cross_validated_losses
-
     of = difficulty.to_dict()
     shared = None if gamed is None else (_glm_design(gamed, of, controls, 0.0), gamed["q"].to_numpy(float),
                                          np.full(len(gamed), reg_lambda / 2))
