@@ -76,8 +76,9 @@ def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     for stale in path.parent.glob(f".{path.name}.*.tmp"):  # left by a write that was killed
-        stale.unlink(missing_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        if _abandoned(stale):
+            stale.unlink(missing_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_scratch_prefix(path), suffix=".tmp")
     os.close(fd)
     try:
         frame.to_parquet(tmp, index=False)
@@ -92,21 +93,46 @@ def write_json(obj: object, path: str | Path) -> Path:
     """Write JSON atomically, keys sorted so reruns give identical bytes."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_scratch_prefix(path), suffix=".tmp")
     with os.fdopen(fd, "w") as f:
         f.write(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
     os.replace(tmp, path)
     return path
 
 
-# the scratch names of write_table and atomic_dir: ".<name>.<8 random chars>[.tmp]"
-_SCRATCH = re.compile(r"^\..+\.[A-Za-z0-9_]{8}(\.tmp)?$")
+# the scratch names of write_table and atomic_dir: ".<name>.<writer's pid>-<8 random chars>[.tmp]"
+# (earlier versions wrote no pid: such a name is always a leftover)
+_SCRATCH = re.compile(r"^\..+\.(?:(\d+)-)?[A-Za-z0-9_]{8}(\.tmp)?$")
+
+
+def _scratch_prefix(path: Path) -> str:
+    """A scratch name says which process writes it, so that a run removes the leftovers of
+    processes that are gone and never the file another live run (a stage running beside
+    it on the same data root) is writing."""
+    return f".{path.name}.{os.getpid()}-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def _abandoned(path: Path) -> bool:
+    """A scratch file or folder whose writer is gone."""
+    match = _SCRATCH.match(path.name)
+    return bool(match) and (match.group(1) is None or not _alive(int(match.group(1))))
 
 
 def remove_leftovers(root: str | Path) -> list[Path]:
     """Remove what interrupted atomic writes left under ``root`` (a run killed mid-write
-    leaves its scratch file or folder); return what was removed."""
-    removed = [p for p in Path(root).rglob(".*") if _SCRATCH.match(p.name)] if Path(root).is_dir() else []
+    leaves its scratch file or folder), not what a live process is writing; return what
+    was removed."""
+    removed = [p for p in Path(root).rglob(".*") if _abandoned(p)] if Path(root).is_dir() else []
     for path in removed:
         if path.is_dir():
             shutil.rmtree(path, ignore_errors=True)
@@ -122,8 +148,9 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     for stale in path.parent.glob(f".{path.name}.*"):  # left by a write that was killed
-        shutil.rmtree(stale, ignore_errors=True)
-    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}."))
+        if _abandoned(stale):
+            shutil.rmtree(stale, ignore_errors=True)
+    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=_scratch_prefix(path)))
     try:
         yield tmp
         if path.exists():

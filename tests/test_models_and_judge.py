@@ -19,10 +19,47 @@ ANSWERS = ["Certainly. The capital of France is Paris.\n\n**Answer:** Paris", "7
 
 def test_completion_logprobs_batched_equals_single(tiny_lm):
     prompts = [tiny_lm.format_prompt(q) for q in QUESTIONS]
+    tiny_lm._scored.clear()
     batched = tiny_lm.completion_logprobs(prompts, ANSWERS)
-    single = np.vstack([tiny_lm.completion_logprobs([p], [a]) for p, a in zip(prompts, ANSWERS)])
-    np.testing.assert_allclose(batched, single, rtol=1e-4, atol=1e-4)
+    single = []
+    for p, a in zip(prompts, ANSWERS):
+        tiny_lm._scored.clear()  # computed alone, not read back from the batched call's memo
+        single.append(tiny_lm.completion_logprobs([p], [a]))
+    np.testing.assert_allclose(batched, np.vstack(single), rtol=1e-4, atol=1e-4)
     assert (batched[:, 0] < 0).all() and (batched[:, 1] >= 1).all()
+
+
+def test_completion_logprobs_equal_a_full_forward_pass(tiny_lm):
+    """Scoring only the completion's positions gives what log-softmax over the whole
+    sequence, one sequence at a time with no padding, gives."""
+    tiny_lm._scored.clear()
+    prompts = [tiny_lm.format_prompt(q) for q in QUESTIONS]
+    got = tiny_lm.completion_logprobs(prompts, ANSWERS)
+    tok, eos = tiny_lm.tokenizer, tiny_lm.tokenizer.eos_token_id
+    for (total, n), p, a in zip(got, prompts, ANSWERS):
+        p_ids = tok(p, add_special_tokens=False)["input_ids"]
+        c_ids = tok(" " + a, add_special_tokens=False)["input_ids"] + ([eos] if eos is not None else [])
+        ids = torch.tensor([p_ids + c_ids])
+        with torch.no_grad():
+            logp = torch.log_softmax(tiny_lm.model(input_ids=ids).logits[0, :-1].float(), -1)
+        want = logp.gather(-1, ids[0, 1:, None])[-len(c_ids):].sum().item()
+        assert n == len(c_ids) and total == pytest.approx(want, abs=1e-4)
+
+
+def test_completion_logprobs_score_each_pair_once(tiny_lm, monkeypatch):
+    """A second call (another condition of an audit, say) runs the model only on the
+    pairs it has not scored yet, and gives the first call's numbers for the others."""
+    tiny_lm._scored.clear()
+    seen: list[int] = []
+    real = tiny_lm._score
+    monkeypatch.setattr(tiny_lm, "_score", lambda p, c: seen.append(len(p)) or real(p, c))
+    prompts = [tiny_lm.format_prompt(q) for q in QUESTIONS]
+    first = tiny_lm.completion_logprobs(prompts + prompts[:2], ANSWERS + ANSWERS[:2])
+    changed = [a + " Indeed." for a in ANSWERS[:2]]
+    second = tiny_lm.completion_logprobs(prompts, changed + ANSWERS[2:])
+    assert seen == [5, 2]  # duplicates within a call and pairs of the first call: not rescored
+    np.testing.assert_array_equal(second[2:], first[2:5])
+    assert (second[:2, 1] > first[:2, 1]).all()
 
 
 def test_next_token_logprobs_batched_equals_single(tiny_lm):

@@ -44,9 +44,9 @@ def robustness_flow(params_path: str = "params.yaml", root: str = "data") -> dic
     params, layout = load_params(params_path), Layout(Path(root))
     responses = read(layout.responses, "responses", layout)
     judgments = read(layout.judgments, "judgments", layout)
-    # the longest parts first (about 145, 145, 140, 35 and 35 s on the default), so that two
+    # the longest parts first (about 135, 115, 110, 55 and 45 s on the default), so that two
     # workers finish together
-    order = ["mitigation", "attacks", "length", "ablation", "recognition"]
+    order = ["mitigation", "attacks", "ablation", "recognition", "length"]
     with parallel(params.scale) as runner:
         futures = {part: runner.submit(robustness_audit, dict(
             params=params, part=part, responses=responses, judgments=judgments, models_dir=layout.models,

@@ -9,7 +9,9 @@ The controlled win rate of a cell is sigmoid(theta_cell): the win rate the judge
 give were the two responses equally long (and, for "length+style", equally formatted).
 With the length feature only this is AlpacaEval's LC win rate (its per-instruction
 term has no counterpart here: both students answer every prompt). CIs: prompts are
-resampled jointly across cells and the GLM refit.
+resampled jointly across cells and the GLM refit; a resample is a row of weights (how
+often each comparison was drawn), and the GLM with all its resamples is solved at once
+(``audits.l2_logistic``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import re
 
 import numpy as np
 import pandas as pd
-from sklearn.linear_model import LogisticRegression
+
+from judgeaudit.audits.l2_logistic import fit_l2_logistic
 
 STYLE = {"markdown": re.compile(r"\*\*|^#+ |^\s*[-*] |^\s*\d+\. ", re.M), "exclaim": re.compile(r"!"),
          "lines": re.compile(r"\n")}
@@ -30,25 +33,33 @@ def features(text: str) -> dict[str, float]:
     return {"length": float(len(text.split())), **{k: float(len(p.findall(text))) for k, p in STYLE.items()}}
 
 
-def _design(frame: pd.DataFrame, cells: list, controls: tuple[str, ...]) -> np.ndarray:
+C = 100.0  # the GLM's inverse L2 penalty (scikit-learn's C): close to unpenalised, finite where a cell is one-sided
+
+
+def _design(frame: pd.DataFrame, cells: list, controls: tuple[str, ...], weights: np.ndarray) -> np.ndarray:
+    """(resamples, rows, cells + controls): each cell's indicator, then each control's
+    tanh(d / sd), with sd the standard deviation of d in that resample (``weights``:
+    (resamples, rows), how often each row was drawn)."""
     index = {c: k for k, c in enumerate(cells)}
     onehot = np.zeros((len(frame), len(cells)))
     onehot[np.arange(len(frame)), [index[c] for c in frame["cell"]]] = 1.0
     cols = []
     for c in controls:
         d = frame[f"d_{c}"].to_numpy()
-        sd = d.std() or 1.0
-        cols.append(np.tanh(d / sd))
-    return np.column_stack([onehot, *cols]) if cols else onehot
+        total = weights.sum(1, keepdims=True)
+        mean = (weights * d).sum(1, keepdims=True) / total
+        sd = np.sqrt((weights * (d - mean) ** 2).sum(1, keepdims=True) / total)
+        cols.append(np.tanh(d / np.where(sd > 0, sd, 1.0)))
+    onehot = np.broadcast_to(onehot, (len(weights), *onehot.shape))
+    return np.concatenate([onehot, *(col[..., None] for col in cols)], axis=-1)
 
 
-def _fit(frame: pd.DataFrame, cells: list, controls: tuple[str, ...]) -> np.ndarray:
-    """Coefficients (cell intercepts, then control slopes); fractional y as two weighted rows."""
-    x = _design(frame, cells, controls)
+def _fit(frame: pd.DataFrame, cells: list, controls: tuple[str, ...], weights: np.ndarray) -> np.ndarray:
+    """Coefficients (resamples, cell intercepts then control slopes), one row per row of
+    ``weights``; the fractional outcome as two weighted rows, as scikit-learn is given it."""
     y = frame["score"].to_numpy()
-    glm = LogisticRegression(C=100.0, fit_intercept=False, max_iter=500)
-    glm.fit(np.vstack([x, x]), np.r_[np.ones(len(y)), np.zeros(len(y))], sample_weight=np.r_[y, 1 - y] + 1e-9)
-    return glm.coef_[0]
+    return fit_l2_logistic(_design(frame, cells, controls, weights), weights * (y + 1e-9),
+                           weights * (1 - y + 1e-9), C)
 
 
 def controlled_win_rates(scores: pd.DataFrame, *, n_boot: int, confidence: float, seed: int,
@@ -61,20 +72,22 @@ def controlled_win_rates(scores: pd.DataFrame, *, n_boot: int, confidence: float
         g = g.assign(cell=list(zip(*(g[c] for c in cell_cols))))
         cells = sorted(set(g["cell"]))
         prompts = np.array(sorted(set(g["prompt_id"])))
-        by_prompt = {p: idx for p, idx in g.groupby("prompt_id").indices.items()}
         rng = np.random.default_rng(seed)
-        draws = [np.concatenate([by_prompt[p] for p in rng.choice(prompts, size=len(prompts))])
-                 for _ in range(n_boot)]
+        draws = [np.searchsorted(prompts, rng.choice(prompts, size=len(prompts))) for _ in range(n_boot)]
+        counts = np.stack([np.bincount(d, minlength=len(prompts)) for d in draws]).astype(float)
+        # row 0: the data as observed; rows 1..n_boot: the resamples
+        weights = np.vstack([np.ones(len(g)), counts[:, np.searchsorted(prompts, g["prompt_id"].to_numpy())]])
         n = g.groupby("cell")["prompt_id"].nunique()
-        raw_point = g.groupby("cell")["score"].mean()
-        raw_boot = np.array([g.iloc[d].groupby("cell")["score"].mean().reindex(cells).to_numpy() for d in draws])
-        estimates = {"raw": (raw_point.reindex(cells).to_numpy(), raw_boot)}
+        in_cell = np.array([[c == cell for c in g["cell"]] for cell in cells], dtype=float)  # (cells, rows)
+        with np.errstate(invalid="ignore", divide="ignore"):  # a cell no resample drew: nan
+            raw = (weights * g["score"].to_numpy()) @ in_cell.T / (weights @ in_cell.T)
+        estimates = {"raw": (raw[0], raw[1:])}
         slopes = {}
         for name, controls in CONTROLS.items():
-            coef = _fit(g, cells, controls)
-            boot = np.array([_fit(g.iloc[d], cells, controls) for d in draws])
-            estimates[name] = (1 / (1 + np.exp(-coef[:len(cells)])), 1 / (1 + np.exp(-boot[:, :len(cells)])))
-            slopes[name] = (coef[len(cells)], np.quantile(boot[:, len(cells)], [alpha, 1 - alpha]))
+            coef = _fit(g, cells, controls, weights)
+            controlled = 1 / (1 + np.exp(-coef[:, :len(cells)]))
+            estimates[name] = (controlled[0], controlled[1:])
+            slopes[name] = (coef[0, len(cells)], np.quantile(coef[1:, len(cells)], [alpha, 1 - alpha]))
         for k, cell in enumerate(cells):
             for control, (point, boot) in estimates.items():
                 low, high = np.nanquantile(boot[:, k], [alpha, 1 - alpha])

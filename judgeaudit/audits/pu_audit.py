@@ -85,8 +85,8 @@ def audit_split(frame: pd.DataFrame, z: np.ndarray, labelled: np.ndarray, cfg: P
     # the mass to move: the audited verdicts' consistency where labels are visible (a user
     # sees the judge's current verdict on the pairs they verified)
     m = float(np.clip(agree[labelled].mean() * cfg.m_scale, 0.01, 1.0)) if labelled.any() else 1.0
-    out = []
     positives = labelled & (source["verdict"] == source["human"]).to_numpy()
+    rows, scores = [], []
     for qtype, idx in frame.groupby("qtype").indices.items():
         unl = idx[~labelled[idx]]
         pos = idx[positives[idx]]
@@ -94,13 +94,16 @@ def audit_split(frame: pd.DataFrame, z: np.ndarray, labelled: np.ndarray, cfg: P
             pos = np.flatnonzero(positives)
         pos = pos[denoise(z_source[pos], cfg.keep)] if len(pos) > 1 else pos
         # no verified verdict at all: nothing to compare with, so nothing is flipped
-        s = pu_scores(z_source[pos], z[unl], m, cfg) if len(pos) else np.ones(len(unl))
-        flip = s < cfg.eta
-        part = frame.iloc[unl][["pair_id", "qtype", "verdict", "human"]].assign(
-            score=s, flipped=flip, mass=m)
-        part["adjusted"] = np.where(flip, part["verdict"].map(FLIP), part["verdict"])
-        out.append(part)
-    return pd.concat(out, ignore_index=True)
+        scores.append(pu_scores(z_source[pos], z[unl], m, cfg) if len(pos) else np.ones(len(unl)))
+        rows.append(unl)
+    # one table at the end, from arrays (this runs for every split of every sensitivity setting)
+    at = np.concatenate(rows) if rows else np.zeros(0, int)
+    score = np.concatenate(scores) if scores else np.zeros(0)
+    verdict, flip = frame["verdict"].to_numpy()[at], score < cfg.eta
+    return pd.DataFrame({"pair_id": frame["pair_id"].to_numpy()[at], "qtype": frame["qtype"].to_numpy()[at],
+                         "verdict": verdict, "human": frame["human"].to_numpy()[at], "score": score,
+                         "flipped": flip, "mass": m,
+                         "adjusted": [FLIP.get(v) if f else v for v, f in zip(verdict, flip)]})
 
 
 def run_pu_audit(frame: pd.DataFrame, z: np.ndarray, cfg: PUConfig, verified: Verified | None = None

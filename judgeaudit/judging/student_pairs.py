@@ -17,6 +17,7 @@ from judgeaudit.config import Params
 from judgeaudit.judging.both_orders import verdicts_both_orders
 from judgeaudit.judging.pairwise import binary_verdict
 from judgeaudit.models import load_model
+from judgeaudit.models.base import LanguageModel
 
 
 def unique_roster(params: Params) -> list[dict]:
@@ -49,14 +50,23 @@ def comparisons(responses: pd.DataFrame, generators: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def load_judge(params: Params, judge: dict, models_dir: Path, progress: bool = False) -> LanguageModel:
+    """The model of roster entry ``judge``: load it once to judge several sets of pairs with
+    it (``judge_pairs(..., model=)``), so that what it scored for one set it does not score
+    again for the next."""
+    return load_model(params.spec_for(judge["judge"], models_dir), name=judge["judge"], progress=progress)
+
+
 def judge_pairs(params: Params, judge: dict, pairs: pd.DataFrame, models_dir: Path,
-                progress: bool = True, verdicts: Callable[..., dict] = verdicts_both_orders) -> pd.DataFrame:
+                progress: bool = True, verdicts: Callable[..., dict] = verdicts_both_orders,
+                model: LanguageModel | None = None) -> pd.DataFrame:
     """One judge's verdicts on ``pairs``, two rows per pair (orders AB and BA);
     ``models_dir``: where the embedded models are; ``verdicts``: how the judge reaches
-    them (``verdicts_both_orders``' signature)."""
+    them (``verdicts_both_orders``' signature); ``model``: the judge already loaded
+    (``load_judge``), else it is loaded here."""
     name = judge["judge"]
     mode = params.judge.modes.get(name, params.judge.mode)
-    model = load_model(params.spec_for(name, models_dir), name=name, progress=progress)
+    model = model or load_judge(params, judge, models_dir, progress)
     orders = verdicts(model, mode, params.judge, pairs["prompt"], pairs["response_a"], pairs["response_b"],
                       seed=params.seed)
     keep = ["method", "student_base", "prompt_id", "student_a", "student_b", "generator_a", "generator_b"]

@@ -46,13 +46,16 @@ class TransformersModel(LanguageModel):
         self.model = AutoModelForCausalLM.from_pretrained(spec.path, dtype=dtype).to(self.device)
         self.model.train(False)  # inference mode (dropout off)
         self.progress = progress
+        self._scored: dict[tuple[str, str], tuple[float, int]] = {}  # completion_logprobs' memo
+        self.memo_size = 200_000
 
     # -- prompts -------------------------------------------------------------------
     def format_prompt(self, prompt: str) -> str:
         return apply_template(self.tokenizer, self.spec.chat_template, prompt)
 
     def _encode(self, texts: Sequence[str]) -> list[list[int]]:
-        return [self.tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+        texts = list(texts)  # one batched call: a fast tokenizer encodes them together
+        return self.tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
 
     def _pad(self, seqs: Sequence[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         """Left-pad token lists into (input_ids, attention_mask) on the model's device."""
@@ -100,8 +103,24 @@ class TransformersModel(LanguageModel):
         return out
 
     def completion_logprobs(self, prompts: Sequence[str], completions: Sequence[str]) -> np.ndarray:
+        """As the base class says; each distinct (prompt, completion) is scored once per
+        model instance: an audit that re-judges pairs under several conditions (attacks,
+        ablations) scores the responses a condition leaves unchanged only the first time."""
         if len(prompts) != len(completions):
             raise ValueError("prompts and completions differ in length")
+        keys = list(zip(prompts, completions))
+        todo = list(dict.fromkeys(k for k in keys if k not in self._scored))
+        if todo:
+            for key, got in zip(todo, self._score([p for p, _ in todo], [c for _, c in todo])):
+                self._scored[key] = (float(got[0]), int(got[1]))
+        result = np.array([self._scored[k] for k in keys], dtype=float).reshape(len(keys), 2)
+        if len(self._scored) > self.memo_size:  # bounded: oldest first out
+            for key in list(self._scored)[:len(self._scored) - self.memo_size]:
+                del self._scored[key]
+        return result
+
+    @torch.inference_mode()
+    def _score(self, prompts: Sequence[str], completions: Sequence[str]) -> np.ndarray:
         p_ids = self._encode(prompts)
         c_ids = self._encode([" " + c if c and not c[0].isspace() else c for c in completions])
         eos = self.tokenizer.eos_token_id
@@ -111,8 +130,11 @@ class TransformersModel(LanguageModel):
         result = np.zeros((len(prompts), 2))
         for batch in self._iter(len(seqs), [len(s) for s in seqs], "score"):
             ids, mask = self._pad([seqs[i] for i in batch])
-            logp = torch.log_softmax(self._logits(ids, mask)[:, :-1], dim=-1)
-            token_lp = logp.gather(-1, ids[:, 1:, None])[..., 0]
+            # the LM head and the softmax on the completions' positions only (left-padded:
+            # the last `keep` positions predict the last `keep - 1` tokens)
+            keep = max(n_scored[i] for i in batch) + 1
+            logp = torch.log_softmax(self._logits(ids, mask, keep=keep)[:, :-1], dim=-1)
+            token_lp = logp.gather(-1, ids[:, ids.shape[1] - keep + 1:, None])[..., 0]
             for row, i in enumerate(batch):
                 k = n_scored[i]
                 result[i] = (token_lp[row, token_lp.shape[1] - k:].sum().item(), k)

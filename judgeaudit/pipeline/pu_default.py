@@ -25,7 +25,7 @@ from judgeaudit.config import Params
 from judgeaudit.generation.corpus import degrade, make_items
 from judgeaudit.generation.styles import STYLES, render
 from judgeaudit.models.encoder import Encoder
-from judgeaudit.judging.student_pairs import attack_losers, judge_pairs, unique_roster
+from judgeaudit.judging.student_pairs import attack_losers, judge_pairs, load_judge, unique_roster
 from judgeaudit.layout import Layout
 
 
@@ -61,14 +61,14 @@ def judged_frames(params: Params, layout: Layout) -> tuple[dict[tuple[str, str],
     rewriter = build_rewriter(params, layout.models)
     frames, verdict_rows = {}, []
     for entry in unique_roster(params):
-        judge = entry["judge"]
-        clean = decisive_verdicts(judge_pairs(params, entry, pairs, layout.models, progress=False))
+        judge, model = entry["judge"], load_judge(params, entry, layout.models)
+        clean = decisive_verdicts(judge_pairs(params, entry, pairs, layout.models, progress=False, model=model))
         conditions = {"clean": (pairs, clean)}
         lose_a = clean.reindex(pairs.prompt_id).to_numpy() == "B"
         for name in ATTACKS:
             attacked = attack_losers(pairs, lose_a, name, rewriter)
             conditions[name] = (attacked, decisive_verdicts(
-                judge_pairs(params, entry, attacked, layout.models, progress=False)))
+                judge_pairs(params, entry, attacked, layout.models, progress=False, model=model)))
         for condition, (frame, verdicts) in conditions.items():
             frame = frame.assign(pair_id=frame.prompt_id, verdict=verdicts.reindex(frame.prompt_id).to_numpy(),
                                  clean_verdict=clean.reindex(frame.prompt_id).to_numpy())

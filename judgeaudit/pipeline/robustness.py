@@ -21,7 +21,14 @@ from judgeaudit.audits.length_control import controlled_win_rates, gameability, 
 from judgeaudit.audits.stats import mean_ci
 from judgeaudit.attacks.rewriter import attack_texts, build_rewriter
 from judgeaudit.config import Params
-from judgeaudit.judging.student_pairs import attack_losers, binary_verdicts, comparisons, judge_pairs, unique_roster
+from judgeaudit.judging.student_pairs import (
+    attack_losers,
+    binary_verdicts,
+    comparisons,
+    judge_pairs,
+    load_judge,
+    unique_roster,
+)
 from judgeaudit.layout import Layout
 
 
@@ -37,10 +44,15 @@ def ablation_pls(params: Params, responses: pd.DataFrame, judgments: pd.DataFram
     kw = dict(n_boot=a.n_boot, confidence=a.confidence, seed=params.seed)
     roster = params.judge_roster()
     tables = [leakage_scores(pair_scores(judgments), roster, **kw).assign(condition="original")]
-    for name, ablate in ABLATIONS.items():
-        pairs = comparisons(responses.assign(response=responses["response"].map(ablate)),
-                            params.leakage.generators)
-        tables.append(leakage_scores(pair_scores(_judge_all(params, pairs, layout)), roster, **kw)
+    ablated = {name: comparisons(responses.assign(response=responses["response"].map(ablate)),
+                                 params.leakage.generators) for name, ablate in ABLATIONS.items()}
+    judged: dict[str, list[pd.DataFrame]] = {name: [] for name in ablated}
+    for entry in unique_roster(params):  # each judge loaded once, for every ablation
+        model = load_judge(params, entry, layout.models)
+        for name, pairs in ablated.items():
+            judged[name].append(judge_pairs(params, entry, pairs, layout.models, progress=False, model=model))
+    for name, tables_of_judges in judged.items():
+        tables.append(leakage_scores(pair_scores(pd.concat(tables_of_judges, ignore_index=True)), roster, **kw)
                       .assign(condition=f"no-{name}"))
     out = pd.concat(tables, ignore_index=True)
     return out[out.scope == "tier"][["metric", "condition", "tier", "estimate", "ci_low", "ci_high", "n"]]
@@ -56,11 +68,13 @@ def attack_flips(params: Params, responses: pd.DataFrame, judgments: pd.DataFram
     rewriter = build_rewriter(params, layout.models)
     rows = []
     for entry in unique_roster(params):
+        model = load_judge(params, entry, layout.models)  # once: the attacks share the winners' texts
         before = binary_verdicts(judgments[judgments.judge == entry["judge"]], key)
         lose_a = before.reindex(pd.MultiIndex.from_frame(pairs[key])).to_numpy() == "B"
         for name in ATTACKS:
             attacked = attack_losers(pairs, lose_a, name, rewriter)
-            after = binary_verdicts(judge_pairs(params, entry, attacked, layout.models, progress=False), key)
+            after = binary_verdicts(judge_pairs(params, entry, attacked, layout.models, progress=False, model=model),
+                                    key)
             flipped = (after.reindex(before.index) != before).astype(float)
             cats = category.reindex(before.index.get_level_values("prompt_id")).to_numpy()
             for cat in ["all", *sorted(set(cats))]:
@@ -137,18 +151,22 @@ def mitigations(params: Params, responses: pd.DataFrame, judgments: pd.DataFrame
     pairs = comparisons(responses, params.leakage.generators)
     pairs = pairs[~pairs["prompt_id"].isin(calib)].reset_index(drop=True)
 
-    def judged(on: pd.DataFrame, verdicts=None) -> pd.DataFrame:
-        extra = {} if verdicts is None else {"verdicts": verdicts}
-        return pd.concat([judge_pairs(params, j, on, layout.models, progress=False, **extra) for j in unique_roster(params)],
-                         ignore_index=True)
-
     paraphrased = pairs.assign(response_a=_paraphrased(params, pairs["response_a"], layout),
                                response_b=_paraphrased(params, pairs["response_b"], layout))
+    variants = {"chain-of-thought": (pairs, {"verdicts": cot_verdicts(m.cot_template, m.cot_tokens)}),
+                "paraphrase": (paraphrased, {}),
+                "contextual-calibration": (pairs, {"verdicts": contextual_verdicts(m.content_free)})}
+    judged: dict[str, list[pd.DataFrame]] = {name: [] for name in variants}
+    for entry in unique_roster(params):  # each judge loaded once, for every variant
+        model = load_judge(params, entry, layout.models)
+        for name, (on, extra) in variants.items():
+            judged[name].append(judge_pairs(params, entry, on, layout.models, progress=False, model=model, **extra))
+    judged_tables = {name: pd.concat(tables, ignore_index=True) for name, tables in judged.items()}
     conditions = {"plain": plain,
-                  "chain-of-thought": judged(pairs, cot_verdicts(m.cot_template, m.cot_tokens)),
-                  "paraphrase": judged(paraphrased),
+                  "chain-of-thought": judged_tables["chain-of-thought"],
+                  "paraphrase": judged_tables["paraphrase"],
                   "automatic-calibration": auto_calibrated(judgments, calib, params.judge.tie_margin),
-                  "contextual-calibration": judged(pairs, contextual_verdicts(m.content_free))}
+                  "contextual-calibration": judged_tables["contextual-calibration"]}
     plain_scores = pair_scores(plain)
     reference = reference_scores(plain_scores, params.leakage.unrelated_judges
                                  or sorted(plain_scores["judge"].unique()))
