@@ -22,8 +22,23 @@ def task_runner(scale: Scale):
                                           "processes": True, "dashboard_address": ":0"})
 
 
-def _one_thread() -> None:
-    """Worker-process initializer: torch on one intra-op thread (the workers share the cores)."""
+def _one_thread(run_pid: int) -> None:
+    """Worker-process initializer: torch on one intra-op thread (the workers share the
+    cores), and the worker ends when the run that started it is gone: a killed run's
+    workers would otherwise finish their task (minutes of training) and write its outputs
+    while the next run writes the same ones."""
+    import os
+    import threading
+    import time
+
+    def watch() -> None:
+        # the run's pid, not the parent seen here: a worker still starting when the run was
+        # killed is already an orphan when this runs
+        while os.getppid() == run_pid:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="judgeaudit-exit-with-run").start()  # before the long imports
     import torch
 
     torch.set_num_threads(1)
@@ -38,5 +53,7 @@ def parallel(scale: Scale):
     from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
 
     if scale.processes > 1:
-        return ProcessPoolTaskRunner(max_workers=scale.processes, initializer=_one_thread)
+        import os
+
+        return ProcessPoolTaskRunner(max_workers=scale.processes, initializer=_one_thread, initargs=(os.getpid(),))
     return ThreadPoolTaskRunner(max_workers=1)

@@ -88,9 +88,11 @@ def test_a_killed_run_leaves_nothing_and_the_rerun_matches(tmp_path, tiny_params
 
     proc, server = _start_and_find_server(tiny_params_file, killed, env)
     time.sleep(random.Random(7).uniform(2.0, 12.0))  # a seeded random point: model building, usually
+    started = _children(proc.pid)  # the server, the pool's workers once they are up
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=60)
     assert _gone(server), "the temporary Prefect server outlived the killed run"
+    assert [pid for pid in started if not _gone(pid)] == [], "a process the killed run started outlived it"
     # what a write killed half-way leaves, whether or not this kill happened to leave it
     (killed / "models" / ".gen-f.k1ll3d00").mkdir(parents=True, exist_ok=True)
     (killed / "models" / ".gen-f.k1ll3d00" / "model.safetensors").write_bytes(b"half")
@@ -105,10 +107,38 @@ def test_a_killed_run_leaves_nothing_and_the_rerun_matches(tmp_path, tiny_params
 
 def test_sigterm_ends_the_run_and_its_server(tmp_path, tiny_params_file):
     proc, server = _start_and_find_server(tiny_params_file, tmp_path / "data", _env(tmp_path))
-    time.sleep(2)
+    deadline = time.monotonic() + 120
+    while len(started := _children(proc.pid)) < 3 and time.monotonic() < deadline:  # the server and two workers
+        time.sleep(0.2)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 128 + signal.SIGTERM
     assert _gone(server), "the temporary Prefect server outlived the run"
+    assert [pid for pid in started if not _gone(pid)] == [], "a worker process outlived the run"
+
+
+def _cpu_ticks(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def test_a_killed_runs_busy_workers_end_with_it(tmp_path, tiny_params_file):
+    """SIGKILL while both pool workers are busy: they end within seconds, whether they
+    were running a task or still starting up (before, they ran on as orphans for minutes:
+    still alive 78 s after the kill in this drill, finishing work nobody would read)."""
+    proc, _ = _start_and_find_server(tiny_params_file, tmp_path / "data", _env(tmp_path))
+    deadline = time.monotonic() + 240
+    while True:
+        assert proc.poll() is None and time.monotonic() < deadline, "the workers never got busy"
+        workers = [c for c in _children(proc.pid) if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
+        if len(workers) == 2:
+            before = [_cpu_ticks(w) for w in workers]
+            time.sleep(0.3)
+            if all(_cpu_ticks(w) - b >= 10 for w, b in zip(workers, before)):
+                break
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    assert [w for w in workers if not _gone(w)] == [], "a worker outlived the killed run"
 
 
 def test_remove_leftovers_takes_only_scratch_names(tmp_path):
