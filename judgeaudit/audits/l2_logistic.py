@@ -59,5 +59,5 @@ def fit_l2_logistic(x: np.ndarray, pos: np.ndarray, neg: np.ndarray, c: float, *
             if ok.all():
                 break
             t = torch.where(ok, t, t / 2)
-        b, f = trial, torch.where(active, f_trial, f)
+        b, f = trial, f_trial  # a finished problem's step is 0: its b and f stay
     return b.numpy()

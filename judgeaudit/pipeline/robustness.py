@@ -32,9 +32,21 @@ from judgeaudit.judging.student_pairs import (
 from judgeaudit.layout import Layout
 
 
+def _judge_sets(params: Params, sets: dict[str, tuple[pd.DataFrame, dict]],
+                layout: Layout) -> dict[str, pd.DataFrame]:
+    """{name: every judge's verdicts on that set of pairs}; ``sets``: {name: (pairs,
+    judge_pairs keyword arguments)}. Each judge is loaded once for all the sets, so the
+    responses they share are scored once."""
+    judged: dict[str, list[pd.DataFrame]] = {name: [] for name in sets}
+    for entry in unique_roster(params):
+        model = load_judge(params, entry, layout.models)
+        for name, (pairs, extra) in sets.items():
+            judged[name].append(judge_pairs(params, entry, pairs, layout.models, progress=False, model=model, **extra))
+    return {name: pd.concat(tables, ignore_index=True) for name, tables in judged.items()}
+
+
 def _judge_all(params: Params, pairs: pd.DataFrame, layout: Layout) -> pd.DataFrame:
-    return pd.concat([judge_pairs(params, j, pairs, layout.models, progress=False) for j in unique_roster(params)],
-                     ignore_index=True)
+    return _judge_sets(params, {"all": (pairs, {})}, layout)["all"]
 
 
 def ablation_pls(params: Params, responses: pd.DataFrame, judgments: pd.DataFrame,
@@ -44,16 +56,10 @@ def ablation_pls(params: Params, responses: pd.DataFrame, judgments: pd.DataFram
     kw = dict(n_boot=a.n_boot, confidence=a.confidence, seed=params.seed)
     roster = params.judge_roster()
     tables = [leakage_scores(pair_scores(judgments), roster, **kw).assign(condition="original")]
-    ablated = {name: comparisons(responses.assign(response=responses["response"].map(ablate)),
-                                 params.leakage.generators) for name, ablate in ABLATIONS.items()}
-    judged: dict[str, list[pd.DataFrame]] = {name: [] for name in ablated}
-    for entry in unique_roster(params):  # each judge loaded once, for every ablation
-        model = load_judge(params, entry, layout.models)
-        for name, pairs in ablated.items():
-            judged[name].append(judge_pairs(params, entry, pairs, layout.models, progress=False, model=model))
-    for name, tables_of_judges in judged.items():
-        tables.append(leakage_scores(pair_scores(pd.concat(tables_of_judges, ignore_index=True)), roster, **kw)
-                      .assign(condition=f"no-{name}"))
+    ablated = {name: (comparisons(responses.assign(response=responses["response"].map(ablate)),
+                                  params.leakage.generators), {}) for name, ablate in ABLATIONS.items()}
+    for name, judged in _judge_sets(params, ablated, layout).items():
+        tables.append(leakage_scores(pair_scores(judged), roster, **kw).assign(condition=f"no-{name}"))
     out = pd.concat(tables, ignore_index=True)
     return out[out.scope == "tier"][["metric", "condition", "tier", "estimate", "ci_low", "ci_high", "n"]]
 
@@ -156,12 +162,7 @@ def mitigations(params: Params, responses: pd.DataFrame, judgments: pd.DataFrame
     variants = {"chain-of-thought": (pairs, {"verdicts": cot_verdicts(m.cot_template, m.cot_tokens)}),
                 "paraphrase": (paraphrased, {}),
                 "contextual-calibration": (pairs, {"verdicts": contextual_verdicts(m.content_free)})}
-    judged: dict[str, list[pd.DataFrame]] = {name: [] for name in variants}
-    for entry in unique_roster(params):  # each judge loaded once, for every variant
-        model = load_judge(params, entry, layout.models)
-        for name, (on, extra) in variants.items():
-            judged[name].append(judge_pairs(params, entry, on, layout.models, progress=False, model=model, **extra))
-    judged_tables = {name: pd.concat(tables, ignore_index=True) for name, tables in judged.items()}
+    judged_tables = _judge_sets(params, variants, layout)
     conditions = {"plain": plain,
                   "chain-of-thought": judged_tables["chain-of-thought"],
                   "paraphrase": judged_tables["paraphrase"],
