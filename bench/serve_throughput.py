@@ -2,7 +2,8 @@
 in flight, one request at a time (--max-batch 1: what the server did before batching, one
 global lock) against continuous batching (--max-batch 16: requests join and leave the
 running batch at every decoding step), same model, same requests, one run. Each request:
-a judge prompt, greedy, `--tokens` new tokens.
+a judge prompt, greedy, `--tokens` new tokens. A third server batches continuously without
+the 30 ms batching window (`--batch-wait-ms 0`).
 
     python bench/serve_throughput.py [--model data/models/gen-formal] [--requests 96] [--tokens 16]
     python bench/serve_throughput.py --scratch 512,8   # a wider, deeper Llama (random weights)
@@ -32,18 +33,19 @@ import sys, uvicorn
 from judgeaudit.models import ModelSpec, load_model
 from judgeaudit.serve import ServeLimits, make_app
 model = load_model(ModelSpec(path=sys.argv[1], chat_template="Q: {prompt}\\nA:", max_length=256), name="judge")
-app = make_app({"judge": model}, ServeLimits(max_batch=int(sys.argv[2]), max_queue=256))
+app = make_app({"judge": model}, ServeLimits(max_batch=int(sys.argv[2]), max_queue=256,
+                                             batch_wait_ms=float(sys.argv[4])))
 uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[3]), log_level="error")
 """
 
 
-def _start(model_path: str, max_batch: int) -> tuple[subprocess.Popen, str]:
+def _start(model_path: str, max_batch: int, wait_ms: float = 30.0) -> tuple[subprocess.Popen, str]:
     """The server in its own process, as `judgeaudit serve` runs (the clients' threads
     must not share its interpreter lock)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-c", _SERVER, model_path, str(max_batch), str(port)],
+    proc = subprocess.Popen([sys.executable, "-c", _SERVER, model_path, str(max_batch), str(port), str(wait_ms)],
                             stdout=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/v1"
     while True:
@@ -93,8 +95,10 @@ def main() -> None:
     print(f"model={args.model} requests={args.requests} new_tokens={args.tokens} (greedy)")
     print(f"{'server':<28}{'in flight':>10}{'req/s':>9}{'p50 s':>9}{'p99 s':>9}")
     rates = {}
-    for label, max_batch in (("one at a time (before)", 1), ("continuous batching (after)", 16)):
-        server, url = _start(args.model, max_batch)
+    servers = (("one at a time (before)", 1, 0.0), ("continuous batching (after)", 16, 30.0),
+               ("  without the window", 16, 0.0))
+    for label, max_batch, wait_ms in servers:
+        server, url = _start(args.model, max_batch, wait_ms)
         _load(url, prompts[:4], 1, args.tokens)  # warm-up
         for in_flight in (1, 16, 50):
             rate, p50, p99 = _load(url, prompts, in_flight, args.tokens)

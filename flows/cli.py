@@ -3,22 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import time
 from pathlib import Path
 
-from flows.registry import NAMES as STAGE_NAMES  # the stages, declared once
-
-
-# Prefect's ephemeral server needs longer than its default to start on 2 cores, telemetry
-# stays off and Hugging Face's per-load progress bars too (set before anything is imported).
-for _key, _value in {"PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
-                     "DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-                     "TOKENIZERS_PARALLELISM": "false", "HF_HUB_DISABLE_TELEMETRY": "1",
-                     # no progress bar per model load or dataset map (hundreds of lines per run)
-                     "HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1"}.items():
-    os.environ.setdefault(_key, _value)
+from flows.run import add_arguments, run  # sets the environment before any import
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -27,11 +15,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Audit LLM judges for bias: preference leakage and more, as Prefect flows "
                     "versioned by DVC and validated by Great Expectations.")
     sub = p.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run the whole audit, or one stage, as a Prefect flow")
-    run.add_argument("stage", nargs="?", choices=STAGE_NAMES,
-                     help="one stage (default: the full DAG, every stage in order)")
-    run.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
-    run.add_argument("--root", default="data", help="data directory (default: data)")
+    add_arguments(sub.add_parser("run", help="run the whole audit, or one stage, as a Prefect flow"))
     val = sub.add_parser("validate", help="check a table file against a stage's data contract")
     val.add_argument("table", help="prompts, synthetic, responses, judgments, win_rates or pls")
     val.add_argument("path", help="the table file (.parquet, .jsonl or .csv)")
@@ -61,6 +45,8 @@ def _parser() -> argparse.ArgumentParser:
     srv.add_argument("--max-batch", type=int, default=16,
                      help="requests decoding together (continuous batching; 1: one at a time)")
     srv.add_argument("--max-queue", type=int, default=64, help="requests queued or running; beyond: 503")
+    srv.add_argument("--batch-wait-ms", type=float, default=30.0,
+                     help="how long a request may wait for others to share its prefill (0: never)")
     srv.add_argument("--truncate", action="store_true",
                      help="cut prompts longer than the context from the left (reported in usage) instead of 400")
     av = sub.add_parser("audit-verdicts", help="audit real judges from their recorded verdicts on a benchmark: "
@@ -249,7 +235,7 @@ def _serve(args: argparse.Namespace) -> int:
         raise ValueError(f"model {bad[0]!r}: serve needs the transformers backend")
     print(f"judgeaudit: serving {sorted(models)} at http://{args.host}:{args.port}/v1")
     limits = ServeLimits(max_tokens=args.max_tokens, max_batch=args.max_batch, max_queue=args.max_queue,
-                         truncate=args.truncate)
+                         truncate=args.truncate, batch_wait_ms=args.batch_wait_ms)
     uvicorn.run(make_app(models, limits), host=args.host, port=args.port, log_level="warning")
     return 0
 
@@ -288,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
             return _serve(args)
         if args.command == "deps":
             return _deps(args)
-        return _run(args)
+        return run(args.stage, args.params, args.root)
     except (ConfigError, InputError, TableValidationError, ValueError, FileNotFoundError) as exc:
         print(f"judgeaudit: error: {exc}", file=sys.stderr)
         return 2
@@ -317,42 +303,6 @@ def _deps(args: argparse.Namespace) -> int:
         print("run `judgeaudit deps --write` to rewrite them from the code", file=sys.stderr)
         return 1
     print(f"{path}: the deps of all {len(need)} stages cover the code they run, and their params what it reads")
-    return 0
-
-
-def _run(args: argparse.Namespace) -> int:
-    """``judgeaudit run [stage]``: the stage's Prefect flow (or the whole audit)."""
-    from judgeaudit.config import load_params
-
-    params = load_params(args.params)  # fail fast, before any server starts
-    if args.stage in (None, "bootstrap") and params.corpus.prompts_file:
-        from judgeaudit.pipeline.bootstrap import make_prompts
-
-        make_prompts(params)
-    from flows.server import exit_on_sigterm, prefect_api, reserve_api_url
-
-    reserved = reserve_api_url()  # before anything imports Prefect
-    try:
-        from flows.common import missing_upstream
-        from flows.registry import load_flow
-
-        if args.stage and (missing := missing_upstream(args.stage, args.root)):
-            raise FileNotFoundError(missing)  # said before any server starts
-
-        exit_on_sigterm()
-        from judgeaudit.tables import remove_leftovers
-
-        for path in remove_leftovers(args.root):
-            print(f"judgeaudit: removed {path}, left by an interrupted write", file=sys.stderr)
-        loaded = []  # one stage loads only its own module, while the server starts
-        started = time.monotonic()
-        with prefect_api(reserved, meanwhile=lambda: loaded.append(load_flow(args.stage))):
-            result = loaded[0](params_path=args.params, root=args.root)
-    finally:
-        if reserved:
-            os.environ.pop("PREFECT_API_URL", None)
-    shown = f"{len(result)} results" if isinstance(result, (list, dict)) else result
-    print(f"judgeaudit: {args.stage or 'full audit'} done in {time.monotonic() - started:.0f} s: {shown}")
     return 0
 
 

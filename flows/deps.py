@@ -1,9 +1,9 @@
 """The code each pipeline stage runs, computed from the source (ast), for checking
-dvc.yaml's ``deps`` and keying Prefect's task cache (tasks/cache.py): ``judgeaudit run
-<stage>`` enters through flows/cli.py, which loads the stage's own module
-flows/stage/<stage>.py (its tasks and its flow) by name.
+dvc.yaml's ``deps`` and keying Prefect's task cache (tasks/cache.py): a stage's command
+``python -m flows.run <stage>`` (what ``judgeaudit run <stage>`` calls) loads the stage's
+own module flows/stage/<stage>.py (its tasks and its flow) by name.
 
-The CLI serves every stage, so it is followed function by function from its entry (the
+flows/run.py serves every stage, so it is followed function by function from its entry (the
 names a function uses, the same module's functions it calls); the stage's module counts
 whole, and so does every project module it imports, with every project module those
 import anywhere in their files (function-local imports included) and their packages'
@@ -18,8 +18,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("judgeaudit", "flows", "tasks")
-HUBS = ("flows.cli",)
-ENTRY = ("flows.cli", "_run")
+HUBS = ("flows.run",)
+ENTRY = ("flows.run", "run")
 # hub functions that run other stages (the whole-DAG flows), not part of any one stage
 DISPATCH: set[tuple[str, str]] = set()
 

@@ -17,6 +17,7 @@ import asyncio
 import threading
 import time
 import uuid
+from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
@@ -63,6 +64,7 @@ class ServeLimits:
     max_batch: int = 16  # requests decoding together in the running batch
     max_queue: int = 64  # requests waiting or running; beyond: 503
     truncate: bool = False  # a prompt longer than the context: 400, or cut from the left and reported
+    batch_wait_ms: float = 30.0  # how long a request may wait for others to share its prefill
 
 
 @dataclass
@@ -75,6 +77,7 @@ class _Job:
     top_k: int
     future: Future = field(default_factory=Future)
     gone: threading.Event = field(default_factory=threading.Event)
+    arrived: float = field(default_factory=time.monotonic)
 
 
 
@@ -91,8 +94,10 @@ class Batcher:
         self.running_batches = {name: RunningBatch(m) for name, m in models.items() if supports_continuous(m)}
         self.cond = threading.Condition()
         self.model_lock = threading.Lock()  # generation and prompt scoring take turns on the models
-        self.batches: list[int] = []  # the rows of every forward pass (for the bench and tests)
+        self.batches: list[int] = []  # the rows of every decoding step (for the bench and tests)
+        self.prefills: list[int] = []  # the prompts of every prefill
         self.abandoned = 0  # requests not generated, or cut short, because their client had gone
+        self.load: deque[tuple[float, int]] = deque()  # (time, requests waiting or running) of the last second
         threading.Thread(target=self._loop, daemon=True, name="judgeaudit-batcher").start()
 
     @property
@@ -105,17 +110,42 @@ class Batcher:
                 raise HTTPException(503, detail=f"the server is busy: {self.limits.max_queue} requests queued "
                                                 "(judgeaudit serve --max-queue); retry later")
             self.waiting.append(job)
+            self.load.append((job.arrived, len(self.waiting) + self.running))
+            while self.load[0][0] < job.arrived - 1.0:
+                self.load.popleft()
             self.cond.notify()
         return job.future
 
     def _continuous(self, job: _Job) -> bool:
         return job.temperature == 0 and job.model in self.running_batches
 
+    def _ready(self) -> float:
+        """Seconds the oldest waiting request may still wait for others to join its prefill
+        (0: admit now). One prefill of many prompts costs far less than one per prompt, and
+        under load requests arrive a few at a time: as dynamic batchers do, hold them for at
+        most ``batch_wait_ms``, and not at all once as many wait as the last second's load
+        says will come (so a lone client never waits)."""
+        oldest = self.waiting[0]
+        left = self.limits.batch_wait_ms / 1000 - (time.monotonic() - oldest.arrived)
+        if left <= 0 or not self._continuous(oldest):
+            return 0.0
+        running = len(self.running_batches[oldest.model])
+        expected = min(self.limits.max_batch, max(n for _, n in self.load)) - running
+        joining = sum(self._continuous(j) and j.model == oldest.model for j in self.waiting)
+        return 0.0 if joining >= expected else left
+
     def _schedule(self) -> tuple[dict[str, list[_Job]], _Job | None]:
         """(the greedy jobs joining each model's running batch, a job to run alone)."""
         with self.cond:
-            while not self.waiting and not self.running:
-                self.cond.wait()
+            while True:
+                while not self.waiting and not self.running:
+                    self.cond.wait()
+                left = self._ready() if self.waiting else 0.0
+                if not left:
+                    break
+                if self.running:
+                    return {}, None  # step the running batch meanwhile
+                self.cond.wait(left)
             alone = None
             if self.waiting and not self._continuous(self.waiting[0]):
                 alone = self.waiting.pop(0)
@@ -139,6 +169,7 @@ class Batcher:
                 self.abandoned += len(jobs) - len(live)
                 if live:
                     batch = self.running_batches[name]
+                    self.prefills.append(len(live))
                     self._guarded(name, lambda: batch.admit([j.prompt for j in live],
                                                             [Row(j, j.max_tokens, j.top_k) for j in live]), live)
             for name, batch in self.running_batches.items():

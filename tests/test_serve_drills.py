@@ -144,3 +144,31 @@ def test_the_queue_is_bounded(tiny_lm):
     finally:
         srv.should_exit = True
         thread.join(timeout=10)
+
+
+def test_requests_arriving_apart_share_one_prefill_and_a_lone_one_does_not_wait(tiny_lm):
+    """The batching window: under a load of four, four requests arriving 40 ms apart are
+    prefilled together; a request alone (the last second's load was one) is not held."""
+    from judgeaudit.serve import Batcher, _Job
+
+    window = 2000.0
+    batcher = Batcher({"tiny": tiny_lm}, ServeLimits(max_batch=16, batch_wait_ms=window))
+
+    def job(k: int) -> _Job:
+        return _Job("tiny", f"Q: What is {k} plus 1?\nA:", 4, 0.0, 0, 0)
+
+    for f in [batcher.submit(job(k)) for k in range(4)]:  # a load of four
+        f.result(timeout=60)
+    batcher.prefills.clear()
+    staggered = []
+    for k in range(4):
+        staggered.append(batcher.submit(job(k)))
+        time.sleep(0.04)
+    texts = [f.result(timeout=60)[0] for f in staggered]
+    assert batcher.prefills == [4]
+    assert texts == [tiny_lm.generate_with_logprobs(f"Q: What is {k} plus 1?\nA:", max_new_tokens=4)[0]
+                     for k in range(4)]
+    time.sleep(1.1)  # the load of four is more than a second old
+    start = time.monotonic()
+    batcher.submit(job(9)).result(timeout=60)
+    assert time.monotonic() - start < window / 1000 / 2 and batcher.prefills[-1] == 1

@@ -1,0 +1,85 @@
+"""``judgeaudit run [STAGE]``: one stage of the pipeline (or the whole audit) as a Prefect
+flow. dvc.yaml's stage commands run this module (``python -m flows.run STAGE``), not the
+whole CLI: it is every stage's entry, so an edit to the CLI's other commands (serve,
+leaderboard, pu-audit...) reruns no stage, and an edit here reruns them all."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+from flows.registry import NAMES as STAGE_NAMES  # the stages, declared once
+
+# Prefect's ephemeral server needs longer than its default to start on 2 cores, telemetry
+# stays off and Hugging Face's per-load progress bars too (set before anything is imported).
+for _key, _value in {"PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
+                     "DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+                     "TOKENIZERS_PARALLELISM": "false", "HF_HUB_DISABLE_TELEMETRY": "1",
+                     # no progress bar per model load or dataset map (hundreds of lines per run)
+                     "HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1"}.items():
+    os.environ.setdefault(_key, _value)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("stage", nargs="?", choices=STAGE_NAMES,
+                        help="one stage (default: the full DAG, every stage in order)")
+    parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
+    parser.add_argument("--root", default="data", help="data directory (default: data)")
+
+
+def run(stage: str | None, params_path: str, root: str) -> int:
+    """The stage's Prefect flow (the whole audit for None), on a temporary Prefect server
+    unless one is configured."""
+    from judgeaudit.config import load_params
+
+    params = load_params(params_path)  # fail fast, before any server starts
+    if stage in (None, "bootstrap") and params.corpus.prompts_file:
+        from judgeaudit.pipeline.bootstrap import make_prompts
+
+        make_prompts(params)
+    from flows.server import exit_on_sigterm, prefect_api, reserve_api_url
+
+    reserved = reserve_api_url()  # before anything imports Prefect
+    try:
+        from flows.common import missing_upstream
+        from flows.registry import load_flow
+
+        if stage and (missing := missing_upstream(stage, root)):
+            raise FileNotFoundError(missing)  # said before any server starts
+
+        exit_on_sigterm()
+        from judgeaudit.tables import remove_leftovers
+
+        for path in remove_leftovers(root):
+            print(f"judgeaudit: removed {path}, left by an interrupted write", file=sys.stderr)
+        loaded = []  # one stage loads only its own module, while the server starts
+        started = time.monotonic()
+        with prefect_api(reserved, meanwhile=lambda: loaded.append(load_flow(stage))):
+            result = loaded[0](params_path=params_path, root=root)
+    finally:
+        if reserved:
+            os.environ.pop("PREFECT_API_URL", None)
+    shown = f"{len(result)} results" if isinstance(result, (list, dict)) else result
+    print(f"judgeaudit: {stage or 'full audit'} done in {time.monotonic() - started:.0f} s: {shown}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m flows.run", description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    from judgeaudit.config import ConfigError
+    from judgeaudit.schemas.validate import TableValidationError
+    from judgeaudit.tables import InputError
+
+    try:
+        return run(args.stage, args.params, args.root)
+    except (ConfigError, InputError, TableValidationError, ValueError, FileNotFoundError) as exc:
+        print(f"judgeaudit: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
