@@ -119,7 +119,7 @@ class Batcher:
     def _continuous(self, job: _Job) -> bool:
         return job.temperature == 0 and job.model in self.running_batches
 
-    def _ready(self) -> float:
+    def _hold_s(self) -> float:
         """Seconds the oldest waiting request may still wait for others to join its prefill
         (0: admit now). One prefill of many prompts costs far less than one per prompt, and
         under load requests arrive a few at a time: as dynamic batchers do, hold them for at
@@ -140,7 +140,7 @@ class Batcher:
             while True:
                 while not self.waiting and not self.running:
                     self.cond.wait()
-                left = self._ready() if self.waiting else 0.0
+                left = self._hold_s() if self.waiting else 0.0
                 if not left:
                     break
                 if self.running:
