@@ -54,9 +54,16 @@ def run(stage: str | None, params_path: str, root: str) -> int:
 
         for path in remove_leftovers(root):
             print(f"judgeaudit: removed {path}, left by an interrupted write", file=sys.stderr)
-        loaded = []  # one stage loads only its own module, while the server starts
+        loaded = []
         started = time.monotonic()
-        with prefect_api(reserved, meanwhile=lambda: loaded.append(load_flow(stage))):
+
+        def meanwhile() -> None:  # while the server starts (on two cores the two overlap)
+            loaded.append(load_flow(stage))  # one stage loads only its own module
+            from judgeaudit.schemas.validate import warm_up
+
+            warm_up()  # Great Expectations' import and context: 4 s per stage otherwise
+
+        with prefect_api(reserved, meanwhile=meanwhile):
             result = loaded[0](params_path=params_path, root=root)
     finally:
         if reserved:

@@ -70,6 +70,33 @@ def test_next_token_logprobs_batched_equals_single(tiny_lm):
     assert (batched <= 0).all() and np.exp(batched).sum(axis=1).max() <= 1.0 + 1e-6
 
 
+@pytest.mark.parametrize("tokenizer", ["embedded BPE", "MiniLM WordPiece"])
+def test_a_long_prompt_is_encoded_from_its_tail_with_the_same_tokens(tiny_lm, tokenizer, monkeypatch):
+    """Prompts cut to their last tokens (5-shot contexts) are encoded from a word start near
+    their end: the same tokens as encoding the whole text, at a fraction of the characters."""
+    import copy
+    import random
+
+    from transformers import AutoTokenizer
+
+    from judgeaudit.models.encoder import DEFAULT_ENCODER, resolve_path
+
+    lm = copy.copy(tiny_lm)
+    if tokenizer != "embedded BPE":
+        lm.tokenizer = AutoTokenizer.from_pretrained(resolve_path(DEFAULT_ENCODER))
+    rng = random.Random(0)
+    words = QUESTIONS + ANSWERS + ["\n\n", "  ", "\t", "naïve café", "x" * 30, "**Answer:**", "1,234.5"]
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 400))) for _ in range(60)]
+    texts += ["y" * 5000, "", "Q: short\nA:"]  # no word start to cut at; nothing; short
+    encoded: list[int] = []
+    real = lm._encode
+    monkeypatch.setattr(lm, "_encode", lambda t: encoded.append(sum(map(len, t))) or real(t))
+    got = lm._encode_last(texts, 40)
+    monkeypatch.undo()
+    assert got == [e[-40:] for e in lm._encode(texts)]
+    assert sum(encoded) < 0.6 * sum(map(len, texts))  # most of each long text was never encoded
+
+
 def test_next_token_candidates_must_differ(tiny_lm):
     with pytest.raises(ValueError, match="share a first token"):
         tiny_lm.next_token_logprobs(["Q: x\nA:"], [" A", " A"])

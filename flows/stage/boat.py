@@ -1,4 +1,6 @@
-"""Stage ``boat``: vanilla vs BOAT accuracy, clean and after training on the test items."""
+"""Stage ``boat``: vanilla vs BOAT accuracy, clean and after training on the test items.
+The contamination (fine-tuning) first, then each model's evaluation per benchmark and the
+agents probe side by side on the stage's worker processes."""
 
 from __future__ import annotations
 
@@ -8,18 +10,35 @@ import pandas as pd
 from prefect import flow, task
 
 from flows.common import publish, unconfigured
+from flows.runners import parallel
 from judgeaudit.config import Params, load_params
 from judgeaudit.pipeline import boat
 from judgeaudit.layout import Layout
 from judgeaudit.tables import write_json
 from tasks.cache import LOAD, MODELS, artifact_cache
 
+SECTIONS = ("seed", "corpus", "audit", "boat", *MODELS)
 
-@task(cache_policy=artifact_cache(("seed", "corpus", "audit", "boat", "judge", "leakage", *MODELS), output="out"), **LOAD)
-def boat_audit(params: Params, model_dir: Path, out: Path) -> tuple[pd.DataFrame, dict]:
-    """``out``: where the contaminated model is written. ``judge`` and ``leakage``: the
-    agents-as-evaluator probe asks every judge of the roster."""
-    return boat.boat_stage(params, Layout(out.parent.parent))
+
+@task(cache_policy=artifact_cache(SECTIONS, output="out"), **LOAD)
+def boat_contaminate(params: Params, model_dir: Path, out: Path, root: str) -> str:
+    """``model_dir``: the clean model's weights, whose content keys the cache; ``out``:
+    where the contaminated model is written."""
+    return str(boat.contaminate(params, Layout(Path(root)), out))
+
+
+@task(cache_policy=artifact_cache(SECTIONS), task_run_name="boat-{model}-{benchmark}", **LOAD)
+def boat_evaluate(params: Params, benchmark: str, model: str, weights: Path,
+                  root: str) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """``weights``: the evaluated model's (clean or contaminated), whose content keys the cache."""
+    return boat.evaluate(params, Layout(Path(root)), benchmark, weights if model == "contaminated" else None)
+
+
+@task(cache_policy=artifact_cache((*SECTIONS, "judge", "leakage")), **LOAD)
+def boat_probe(params: Params, models_dir: Path, root: str) -> dict:
+    """The agents-as-evaluator probe; ``judge`` and ``leakage``: it asks every judge of the
+    roster, whose weights (``models_dir``) key the cache."""
+    return boat.agent_probe(params, Layout(Path(root)))
 
 
 @flow(name="boat")
@@ -29,7 +48,16 @@ def boat_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
     if unconfigured(params.boat, layout.boat):
         return {}
     model_dir = Path(params.spec_for(params.boat.model, layout.models).path)
-    results, summary = boat_audit(params, model_dir, layout.boat / "contaminated")
+    out, names = layout.boat / "contaminated", list(boat.benchmarks(params)[0])
+    common = dict(params=params, root=str(layout.root))
+    # training runs first, alone on every core (one torch thread takes it 1.6x longer,
+    # and beside the evaluations longer still); then the evaluations and the probe, side by side
+    boat_contaminate(model_dir=model_dir, out=out, **common)
+    with parallel(params.scale) as runner:
+        probe = runner.submit(boat_probe, dict(models_dir=layout.models, **common))  # the longest
+        parts = {(model, b): runner.submit(boat_evaluate, dict(benchmark=b, model=model, weights=weights, **common))
+                 for model, weights in (("clean", model_dir), ("contaminated", out)) for b in names}
+        results, summary = boat.boat_tables(params, {k: f.result() for k, f in parts.items()}, probe.result())
     publish(results, "boat_results", "boat", layout.boat / "results.parquet", layout)
     write_json(summary, layout.boat / "summary.json")
     return {name: {k: round(summary[name][k]["accuracy"], 3) for k in ("vanilla", "boat")}

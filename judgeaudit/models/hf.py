@@ -26,6 +26,21 @@ def _sampling(temperature: float) -> dict:
     return {"do_sample": True, "temperature": temperature, "top_k": 0} if temperature > 0 else {"do_sample": False}
 
 
+_CHARS_PER_TOKEN = 5  # BPE vocabularies average 2-4.5 characters per token (shorter: whole text)
+_CUT_MARGIN = 16
+
+
+def _word_start(text: str, at: int) -> int:
+    """The start of the first space-separated word at or after ``at`` (a space between two
+    non-space characters), or 0 where there is none."""
+    i = text.find(" ", max(at, 1))
+    while i != -1 and i + 1 < len(text):
+        if not text[i - 1].isspace() and not text[i + 1].isspace():
+            return i
+        i = text.find(" ", i + 1)
+    return 0
+
+
 def _batches(order: np.ndarray, size: int) -> Iterator[np.ndarray]:
     for start in range(0, len(order), size):
         yield order[start:start + size]
@@ -56,6 +71,25 @@ class TransformersModel(LanguageModel):
     def _encode(self, texts: Sequence[str]) -> list[list[int]]:
         texts = list(texts)  # one batched call: a fast tokenizer encodes them together
         return self.tokenizer(texts, add_special_tokens=False)["input_ids"] if texts else []
+
+    def _encode_last(self, texts: Sequence[str], keep: int) -> list[list[int]]:
+        """``[e[-keep:] for e in self._encode(texts)]``, without encoding what is cut away: a
+        text far longer than ``keep`` tokens (a 5-shot prompt) is encoded from a word start
+        near its end. Tokenizers split words at spaces before BPE merges, so a cut there
+        changes no token after the first word; the tail's first ``_CUT_MARGIN`` tokens are
+        dropped all the same, and a tail too short to spare them falls back to the whole text.
+        """
+        texts, span = list(texts), keep * _CHARS_PER_TOKEN
+        out: list[list[int] | None] = [None] * len(texts)
+        cuts = {i: _word_start(t, len(t) - span) for i, t in enumerate(texts) if len(t) > 2 * span}
+        cuts = {i: cut for i, cut in cuts.items() if cut > 0}
+        for i, tail in zip(cuts, self._encode([texts[i][cut:] for i, cut in cuts.items()])):
+            if len(tail) >= keep + _CUT_MARGIN:
+                out[i] = tail[-keep:]
+        rest = [i for i, e in enumerate(out) if e is None]
+        for i, e in zip(rest, self._encode([texts[i] for i in rest])):
+            out[i] = e[-keep:]
+        return out  # type: ignore[return-value]
 
     def _pad(self, seqs: Sequence[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         """Left-pad token lists into (input_ids, attention_mask) on the model's device."""
@@ -121,7 +155,7 @@ class TransformersModel(LanguageModel):
 
     @torch.inference_mode()
     def _score(self, prompts: Sequence[str], completions: Sequence[str]) -> np.ndarray:
-        p_ids = self._encode(prompts)
+        p_ids = self._encode_last(prompts, self.spec.max_length)
         c_ids = self._encode([" " + c if c and not c[0].isspace() else c for c in completions])
         eos = self.tokenizer.eos_token_id
         seqs = [(p + c + ([eos] if eos is not None else []))[-self.spec.max_length:]
@@ -162,7 +196,7 @@ class TransformersModel(LanguageModel):
         k = 0
         while all(len(c) > k for c in cand) and len({c[k] for c in cand}) == 1:
             k += 1
-        encoded = [e[-self.spec.max_length:] for e in self._encode(prompts)]
+        encoded = self._encode_last(prompts, self.spec.max_length)
         if any(len(c) <= k for c in cand) or len({c[k] for c in cand}) != len(cand):
             return np.stack([self._continuation_logprobs(encoded, c) for c in cand], axis=1)
         shared, cand_ids = cand[0][:k], [c[k] for c in cand]

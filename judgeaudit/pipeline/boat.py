@@ -69,37 +69,69 @@ def real_benchmarks(params: Params) -> tuple[dict[str, RealItems], dict[str, str
     return found, notes
 
 
-def boat_stage(params: Params, layout: Layout) -> tuple[pd.DataFrame, dict]:
-    """(per-item results of every run, summary) for the clean and the contaminated model,
-    on the generated items and on each real benchmark: vanilla vs BOAT over runs, and each
-    intervention alone. The contaminated model is fine-tuned on every benchmark's test items."""
-    cfg = params.boat
-    cats = tuple(params.corpus.categories)
-    benchmarks = {"generated": (make_mcqs(cfg.n_items, params.seed + 5, cats),
-                                make_mcqs(max(cfg.shots * 10, 20), params.seed + 6, cats), cfg.shots, cfg.runs)}
+Benchmark = tuple[list, list, int, int]  # items, shot pool (one, or one per item), shots, runs
+
+
+def benchmarks(params: Params) -> tuple[dict[str, Benchmark], dict[str, str]]:
+    """The generated items and each real benchmark configured and present, in that order;
+    the real ones' notes."""
+    cfg, cats = params.boat, tuple(params.corpus.categories)
+    found: dict[str, Benchmark] = {"generated": (make_mcqs(cfg.n_items, params.seed + 5, cats),
+                                                 make_mcqs(max(cfg.shots * 10, 20), params.seed + 6, cats),
+                                                 cfg.shots, cfg.runs)}
     real, notes = real_benchmarks(params)
-    for name, found in real.items():
-        benchmarks[name] = (found.items, found.shot_pools, params.boat.real.shots, params.boat.real.runs)
+    for name, items in real.items():
+        found[name] = (items.items, items.shot_pools, cfg.real.shots, cfg.real.runs)
+    return found, notes
+
+
+def contaminate(params: Params, layout: Layout, out: Path) -> Path:
+    """``boat.model`` fine-tuned on every benchmark's test items, written to ``out``."""
+    cfg = params.boat
     spec = params.spec_for(cfg.model, layout.models)
-    stats = dict(n_boot=params.audit.n_boot, confidence=params.audit.confidence, seed=params.seed)
     clean = load_model(spec, name=cfg.model)
     rows = [{"prompt": clean.format_prompt(item.render()), "completion": " " + item.gold}
-            for items, *_ in benchmarks.values() for item in items]
-    out = layout.boat / "contaminated"
+            for items, *_ in benchmarks(params)[0].values() for item in items]
     sft(spec.path, spec.path, rows, out, cfg.contaminate, params.seed, spec.max_length)
-    models = {"clean": clean,
-              "contaminated": load_model(spec.model_copy(update={"path": str(out)}), name=f"{cfg.model}+test-set")}
+    return out
+
+
+def evaluate(params: Params, layout: Layout, benchmark: str,
+             contaminated: Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """(per-item results of every run, each intervention alone, summary) of ``boat.model``
+    on one benchmark: the clean model, or its contaminated copy at ``contaminated``."""
+    cfg = params.boat
+    spec = params.spec_for(cfg.model, layout.models)
+    if contaminated is None:
+        name, model = "clean", load_model(spec, name=cfg.model)
+    else:
+        name = "contaminated"
+        model = load_model(spec.model_copy(update={"path": str(contaminated)}), name=f"{cfg.model}+test-set")
+    items, pool, shots, runs = benchmarks(params)[0][benchmark]
+    kw = dict(runs=runs, shots=shots, shot_pool=pool, seed=params.seed)
+    stats = dict(n_boot=params.audit.n_boot, confidence=params.audit.confidence, seed=params.seed)
+    res = boat_runs(model, items, **kw)
+    single = single_effects(single_runs(model, items, **kw), res, **stats)
+    return (res.assign(model=name, benchmark=benchmark), single.assign(model=name, benchmark=benchmark),
+            boat_summary(res, **stats))
+
+
+def boat_tables(params: Params, parts: dict[tuple[str, str], tuple[pd.DataFrame, pd.DataFrame, dict]],
+                probe: dict) -> tuple[pd.DataFrame, dict]:
+    """(per-item results of every run, summary) from ``evaluate``'s parts, keyed (model,
+    benchmark), and the agents probe: vanilla vs BOAT over runs and each intervention
+    alone, clean and contaminated, on the generated items and each real benchmark."""
+    cfg = params.boat
+    names, notes = benchmarks(params)
     tables, single, summary = [], [], {}
-    for bench, (items, pool, shots, runs) in benchmarks.items():
-        kw = dict(runs=runs, shots=shots, shot_pool=pool, seed=params.seed)
-        for name, model in models.items():
-            res = boat_runs(model, items, **kw)
-            alone = single_runs(model, items, **kw)
-            tables.append(res.assign(model=name, benchmark=bench))
-            single.append(single_effects(alone, res, **stats).assign(model=name, benchmark=bench))
+    for bench in names:
+        for model in ("clean", "contaminated"):
+            res, alone, figures = parts[model, bench]
+            tables.append(res)
+            single.append(alone)
             target = summary if bench == "generated" else summary.setdefault("real", {}).setdefault(bench, {})
-            target[name] = boat_summary(res, **stats)
+            target[model] = figures
     summary["single"] = pd.concat(single, ignore_index=True).to_dict("records")
     summary["sources"] = {"generated": f"{cfg.n_items} template items, {cfg.shots}-shot", **notes}
-    summary["probe"] = agent_probe(params, layout)
+    summary["probe"] = probe
     return pd.concat(tables, ignore_index=True), summary

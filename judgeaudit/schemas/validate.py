@@ -41,6 +41,12 @@ def _context():  # one ephemeral GE context per process: creating it is the slow
 _CTX = None
 
 
+def warm_up() -> None:
+    """Import Great Expectations and build this process's context now (seconds), e.g.
+    while something else waits, instead of at the first validation."""
+    _context()
+
+
 def validate_table(frame: pd.DataFrame, table: str, source: str = "", *,
                    quarantine_dir: str | Path) -> pd.DataFrame:
     """Validate ``frame`` against the ``table`` suite and return it unchanged if it passes;
