@@ -50,10 +50,28 @@ def parallel(scale: Scale):
     another in-process when 1. The small embedded models use a second core poorly (a
     training step: 2.0 s on two threads, 2.5 s on one), so two one-thread workers do
     about 1.6x the work of one two-thread process."""
-    from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
+    from prefect.task_runners import ThreadPoolTaskRunner
 
     if scale.processes > 1:
         import os
 
-        return ProcessPoolTaskRunner(max_workers=scale.processes, initializer=_one_thread, initargs=(os.getpid(),))
+        return _pool_ending_its_workers_on_error()(max_workers=scale.processes, initializer=_one_thread,
+                                                   initargs=(os.getpid(),))
     return ThreadPoolTaskRunner(max_workers=1)
+
+
+def _pool_ending_its_workers_on_error() -> type:
+    """Prefect's process pool whose exit, when the block raised (SIGTERM, a failed task),
+    ends the workers first: Prefect's own exit waits for the running tasks, so a SIGTERM'd
+    run went on for as long as its workers' model builds (over 60 s in a drill)."""
+    from prefect.task_runners import ProcessPoolTaskRunner
+
+    class Pool(ProcessPoolTaskRunner):
+        def __exit__(self, exc_type, exc_value, traceback) -> None:
+            if exc_type is not None and self._executor is not None:
+                # ProcessPoolExecutor has no public way to stop a running call
+                for process in list((getattr(self._executor, "_processes", None) or {}).values()):
+                    process.terminate()
+            super().__exit__(exc_type, exc_value, traceback)
+
+    return Pool

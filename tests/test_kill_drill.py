@@ -106,12 +106,20 @@ def test_a_killed_run_leaves_nothing_and_the_rerun_matches(tmp_path, tiny_params
 
 
 def test_sigterm_ends_the_run_and_its_server(tmp_path, tiny_params_file):
-    proc, server = _start_and_find_server(tiny_params_file, tmp_path / "data", _env(tmp_path))
+    root = tmp_path / "data"
+    proc, server = _start_and_find_server(tiny_params_file, root, _env(tmp_path))
     deadline = time.monotonic() + 120
     while len(started := _children(proc.pid)) < 3 and time.monotonic() < deadline:  # the server and two workers
         time.sleep(0.2)
+    busy = time.monotonic() + 30  # the workers into their first task (building models)
+    while time.monotonic() < busy and not (root / "models").exists():
+        time.sleep(0.2)
+    time.sleep(2)
+    sent = time.monotonic()
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    assert proc.wait(timeout=120) == 128 + signal.SIGTERM
+    # not after the workers' running tasks (before, Prefect's pool exit waited for them: over 60 s)
+    assert time.monotonic() - sent < 20, f"the run took {time.monotonic() - sent:.0f} s to end after SIGTERM"
     assert _gone(server), "the temporary Prefect server outlived the run"
     assert [pid for pid in started if not _gone(pid)] == [], "a worker process outlived the run"
 

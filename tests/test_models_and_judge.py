@@ -3,6 +3,8 @@ deterministic verdicts, both judging modes."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -145,21 +147,34 @@ def test_prompted_verdict_deterministic(tiny_lm):
     assert ((p1 > 0) & (p1 < 1)).all()
 
 
-def test_judge_pairs_both_orders(tiny_lm, tmp_path, monkeypatch):
-    from judgeaudit.judging import student_pairs as judge_mod
+def test_judge_pairs_both_orders(tiny_lm, tmp_path):
+    from judgeaudit import resolve
+    from judgeaudit.judging.student_pairs import judge_pairs
 
     params = load_params()
-    monkeypatch.setattr(judge_mod, "load_model", lambda *a, **k: tiny_lm)
     pairs = pd.DataFrame(dict(method="sft", student_base="s", prompt_id=[f"e{k}" for k in range(5)],
                               prompt=QUESTIONS, generator_a="ga", generator_b="gb", student_a="sa",
                               student_b="sb", response_a=ANSWERS, response_b=ANSWERS[::-1]))
-    entry = {"judge": "gen-formal", "tier": "same", "related_generator": "gen-formal"}
-    out = judge_mod.judge_pairs(params, entry, pairs, tmp_path / "models", progress=False)
-    assert len(out) == 10 and set(out["order"]) == {"AB", "BA"}
+    judge = resolve.judges(params, tmp_path / "models")[0]
+    assert (judge.name, judge.tier, judge.mode) == ("gen-formal", "same", "likelihood")
+    out = judge_pairs(judge, pairs, params.judge, params.seed, progress=False, model=tiny_lm)
+    assert len(out) == 10 and set(out["order"]) == {"AB", "BA"} and set(out["judge"]) == {"gen-formal"}
     ab, ba = out[out.order == "AB"].reset_index(), out[out.order == "BA"].reset_index()
     swap = {"A": "B", "B": "A", "tie": "tie"}
     assert (ab["verdict"].map(swap) == ba["verdict"]).all()  # likelihood verdicts are order-free
     assert ab.loc[2, "verdict"] == "tie"  # identical responses
-    prompted = params.model_copy(update={"judge": params.judge.model_copy(update={"mode": "prompted"})})
-    out2 = judge_mod.judge_pairs(prompted, entry, pairs, tmp_path / "models", progress=False)
+    # a per-judge mode in params.yaml reaches the judge through the door's resolution
+    prompted = params.model_copy(update={"judge": params.judge.model_copy(update={"modes": {"gen-formal": "prompted"}})})
+    judge = resolve.judges(prompted, tmp_path / "models")[0]
+    out2 = judge_pairs(judge, pairs, prompted.judge, prompted.seed, progress=False, model=tiny_lm)
     assert set(out2["mode"]) == {"prompted"} and out2["p_a"].between(0, 1).all()
+
+
+def test_the_door_resolves_each_judge_once_with_its_spec():
+    from judgeaudit import resolve
+
+    params, models = load_params(), Path("/nowhere/models")
+    roles, judges = resolve.roster(params, models), resolve.judges(params, models)
+    assert [j.role for j in roles] == params.judge_roster()
+    assert len({j.name for j in judges}) == len(judges) == len({r["judge"] for r in params.judge_roster()})
+    assert all(j.spec == params.spec_for(j.name, models) for j in judges)

@@ -135,7 +135,8 @@ def test_layers_stage_modules_import_no_other_stage_module():
     """The library's layers, checked on the source: a stage's library module
     (judgeaudit/pipeline/X.py) imports no other stage's; the lower layers (models,
     generation, training, judging, attacks, audits, sources, schemas) import neither the
-    stages nor the report; nothing in judgeaudit imports Prefect, flows or tasks."""
+    stages nor the report, nor take the whole ``Params``; nothing in judgeaudit imports
+    Prefect, flows or tasks."""
     lib = ROOT / "judgeaudit"
     bad = []
     for path in lib.rglob("*.py"):
@@ -144,6 +145,9 @@ def test_layers_stage_modules_import_no_other_stage_module():
         bad += [(str(rel), m) for m in imports if m.split(".")[0] in {"prefect", "flows", "tasks"}]
         if top == "pipeline":
             bad += [(str(rel), m) for m in imports if m.startswith("judgeaudit.pipeline")]
-        elif top not in {"report", "serve.py", "__init__.py", "config.py", "tables.py", "layout.py"}:
+        elif top not in {"report", "serve.py", "__init__.py", "config.py", "tables.py", "layout.py", "resolve.py"}:
             bad += [(str(rel), m) for m in imports if m.startswith(("judgeaudit.pipeline", "judgeaudit.report"))]
+        if top in {"models", "generation", "training", "judging", "attacks", "audits", "sources", "schemas"}:
+            # typed settings handed down, never the whole params (judgeaudit/resolve.py: the door)
+            bad += [(str(rel), m) for m in imports if m in {"judgeaudit.config.Params", "judgeaudit.config.load_params"}]
     assert not bad, f"imports across layers: {bad}"

@@ -48,16 +48,16 @@ def boat_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
     if unconfigured(params.boat, layout.boat):
         return {}
     model_dir = Path(params.spec_for(params.boat.model, layout.models).path)
-    out, names = layout.boat / "contaminated", list(boat.benchmarks(params)[0])
+    out, (names, notes) = layout.boat / "contaminated", boat.benchmarks(params)
     common = dict(params=params, root=str(layout.root))
-    # training runs first, alone on every core (one torch thread takes it 1.6x longer,
-    # and beside the evaluations longer still); then the evaluations and the probe, side by side
+    # training runs first, alone on every core (one torch thread took it about 1.5x longer
+    # here, and beside the evaluations longer still); then the evaluations and the probe, side by side
     boat_contaminate(model_dir=model_dir, out=out, **common)
     with parallel(params.scale) as runner:
         probe = runner.submit(boat_probe, dict(models_dir=layout.models, **common))  # the longest
         parts = {(model, b): runner.submit(boat_evaluate, dict(benchmark=b, model=model, weights=weights, **common))
                  for model, weights in (("clean", model_dir), ("contaminated", out)) for b in names}
-        results, summary = boat.boat_tables(params, {k: f.result() for k, f in parts.items()}, probe.result())
+        results, summary = boat.boat_tables(params, {k: f.result() for k, f in parts.items()}, notes, probe.result())
     publish(results, "boat_results", "boat", layout.boat / "results.parquet", layout)
     write_json(summary, layout.boat / "summary.json")
     return {name: {k: round(summary[name][k]["accuracy"], 3) for k in ("vanilla", "boat")}

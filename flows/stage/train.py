@@ -14,7 +14,7 @@ from tasks.io import write
 from judgeaudit.config import Params, load_params
 from judgeaudit.training import students
 from judgeaudit.layout import Layout
-from judgeaudit.training.students import student_id
+from judgeaudit.training.students import StudentSettings, student_id
 from tasks.cache import LOAD, MODELS, artifact_cache
 
 
@@ -27,7 +27,10 @@ PARAMS = ("leakage.generators", "leakage.students", "leakage.methods")
 def train_student(params: Params, base: str, generator: str, method: str, synthetic: pd.DataFrame,
                   base_dir: Path, out: Path) -> dict:
     """``base_dir``: the student base's weights, whose content keys the cache."""
-    return students.train_student(params, base, generator, method, synthetic, Layout(out.parent.parent))
+    layout = Layout(out.parent.parent)
+    settings = StudentSettings(params.train, params.embedded.template, params.generate.max_new_tokens, params.seed)
+    return students.train_student(base, params.spec_for(base, layout.models), generator, method, synthetic, layout,
+                                  settings)
 
 
 @flow(name="train")

@@ -5,15 +5,10 @@ attacks it has no template for, the rule-based attacks apply."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from judgeaudit.attacks.presentation import ATTACKS
 from judgeaudit.attacks.transforms import paraphrase
 from judgeaudit.models.base import LanguageModel
-
-if TYPE_CHECKING:
-    from judgeaudit.config import Params
 
 # what an empty model rewrite falls back to, per rewrite
 RULES = {**ATTACKS, "paraphrase": paraphrase}
@@ -37,13 +32,3 @@ def attack_texts(name: str, texts: Sequence[str], rewriter: ModelRewriter | None
         return rewriter.rewrite(name, texts)
     return [ATTACKS[name](t) for t in texts]
 
-
-def build_rewriter(params: Params, models_root: Path) -> ModelRewriter | None:
-    """The configured model rewriter, or None for the rule-based attacks."""
-    if params.attacks.rewriter is None:
-        return None
-    from judgeaudit.models import load_model
-
-    name = params.attacks.rewriter
-    return ModelRewriter(load_model(params.spec_for(name, models_root), name=name),
-                         params.attacks.templates, params.attacks.max_new_tokens)

@@ -7,28 +7,35 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from pathlib import Path
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from judgeaudit.attacks.rewriter import attack_texts
-from judgeaudit.config import Params
+from judgeaudit.config import Judge, JudgeMode
 from judgeaudit.judging.both_orders import verdicts_both_orders
 from judgeaudit.judging.pairwise import binary_verdict
 from judgeaudit.models import load_model
 from judgeaudit.models.base import LanguageModel
+from judgeaudit.models.spec import ModelSpec
 
 
-def unique_roster(params: Params) -> list[dict]:
-    """The judge roster, each judge model once (its first role in params order)."""
-    seen, roster = set(), []
-    for entry in params.judge_roster():
-        if entry["judge"] not in seen:
-            seen.add(entry["judge"])
-            roster.append(entry)
-    return roster
+@dataclass(frozen=True)
+class RosterJudge:
+    """A judge of the roster as a stage resolves it at its door (``judgeaudit.resolve``):
+    its name, its role (tier; the generator it is related to, None if unrelated), the spec
+    it loads with and the mode it judges in."""
+    name: str
+    tier: str
+    related_generator: str | None
+    spec: ModelSpec
+    mode: JudgeMode
 
+    @property
+    def role(self) -> dict:
+        """Its roster entry as the audits read it (``Params.judge_roster``'s shape)."""
+        return {"judge": self.name, "tier": self.tier, "related_generator": self.related_generator}
 
 
 def comparisons(responses: pd.DataFrame, generators: list[str]) -> pd.DataFrame:
@@ -50,28 +57,26 @@ def comparisons(responses: pd.DataFrame, generators: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def load_judge(params: Params, judge: dict, models_dir: Path, progress: bool = False) -> LanguageModel:
-    """The model of roster entry ``judge``: load it once to judge several sets of pairs with
-    it (``judge_pairs(..., model=)``), so that what it scored for one set it does not score
+def load_judge(judge: RosterJudge, progress: bool = False) -> LanguageModel:
+    """The judge's model: load it once to judge several sets of pairs with it
+    (``judge_pairs(..., model=)``), so that what it scored for one set it does not score
     again for the next."""
-    return load_model(params.spec_for(judge["judge"], models_dir), name=judge["judge"], progress=progress)
+    return load_model(judge.spec, name=judge.name, progress=progress)
 
 
-def judge_pairs(params: Params, judge: dict, pairs: pd.DataFrame, models_dir: Path,
-                progress: bool = True, verdicts: Callable[..., dict] = verdicts_both_orders,
+def judge_pairs(judge: RosterJudge, pairs: pd.DataFrame, settings: Judge, seed: int, progress: bool = True,
+                verdicts: Callable[..., dict] = verdicts_both_orders,
                 model: LanguageModel | None = None) -> pd.DataFrame:
     """One judge's verdicts on ``pairs``, two rows per pair (orders AB and BA);
-    ``models_dir``: where the embedded models are; ``verdicts``: how the judge reaches
-    them (``verdicts_both_orders``' signature); ``model``: the judge already loaded
-    (``load_judge``), else it is loaded here."""
-    name = judge["judge"]
-    mode = params.judge.modes.get(name, params.judge.mode)
-    model = model or load_judge(params, judge, models_dir, progress)
-    orders = verdicts(model, mode, params.judge, pairs["prompt"], pairs["response_a"], pairs["response_b"],
-                      seed=params.seed)
+    ``settings``: params.yaml's ``judge`` section (templates, verdict tokens, margins);
+    ``verdicts``: how the judge reaches them (``verdicts_both_orders``' signature);
+    ``model``: the judge already loaded (``load_judge``), else it is loaded here."""
+    model = model or load_judge(judge, progress)
+    orders = verdicts(model, judge.mode, settings, pairs["prompt"], pairs["response_a"], pairs["response_b"],
+                      seed=seed)
     keep = ["method", "student_base", "prompt_id", "student_a", "student_b", "generator_a", "generator_b"]
-    return pd.concat([pairs[keep].assign(judge=name, tier=judge["tier"],
-                                         related_generator=judge["related_generator"] or "", mode=mode,
+    return pd.concat([pairs[keep].assign(judge=judge.name, tier=judge.tier,
+                                         related_generator=judge.related_generator or "", mode=judge.mode,
                                          order=order, **columns)
                       for order, columns in orders.items()], ignore_index=True)
 

@@ -12,11 +12,11 @@ from judgeaudit.audits.agent_probe import (PROMPT_TEMPLATE, boat_rephrase, confi
                                           probe_table, rewriter_errors, rule_rephrase, self_preference)
 from judgeaudit.audits.stats import BootstrapSettings
 from judgeaudit.audits.boat_eval import boat_runs, boat_summary, single_effects, single_runs
+from judgeaudit import resolve
 from judgeaudit.config import Params
 from judgeaudit.generation.corpus import make_items
 from judgeaudit.generation.mcq import make_mcqs
 from judgeaudit.models import load_model
-from judgeaudit.judging.student_pairs import unique_roster
 from judgeaudit.layout import Layout
 from judgeaudit.sources.mcq_benchmarks import RealItems, read_gsm8k, read_mmlu
 from judgeaudit.training.trainers import sft
@@ -33,7 +33,8 @@ def agent_probe(params: Params, layout: Layout) -> dict:
     def model(name: str):
         return load_model(params.spec_for(name, layout.models), name=name)
 
-    judges = {e["judge"]: model(e["judge"]) for e in unique_roster(params)}
+    roster = resolve.judges(params, layout.models)
+    judges = {j.name: load_model(j.spec, name=j.name) for j in roster}
     agents = [judges.get(name) or model(name) for name in cfg.agents]
     probes = []
     for k, strength in enumerate(cfg.strengths):
@@ -42,8 +43,7 @@ def agent_probe(params: Params, layout: Layout) -> dict:
             probes += model_rephrase(agent, items, strength, params.seed + k, mode=cfg.mode,
                                      template=cfg.template or PROMPT_TEMPLATE, max_new_tokens=cfg.max_new_tokens)
         probes += boat_rephrase(mcqs, strength, params.seed + k)
-    table = probe_table(probes, {name: confidences(judge, probes, params.judge.modes.get(name, params.judge.mode))
-                                 for name, judge in judges.items()})
+    table = probe_table(probes, {j.name: confidences(judges[j.name], probes, j.mode) for j in roster})
     stats = dict(n_boot=params.audit.n_boot, confidence=params.audit.confidence, seed=params.seed)
     return {"rewriters": rewriter_errors(table, **stats).to_dict("records"),
             "rates": probe_rates(table, **stats).to_dict("records"),
@@ -51,15 +51,16 @@ def agent_probe(params: Params, layout: Layout) -> dict:
             "agents": list(cfg.agents), "mode": cfg.mode, "n_items": cfg.n_items}
 
 
-def real_benchmarks(params: Params) -> tuple[dict[str, RealItems], dict[str, str]]:
-    """The real benchmarks configured and present, and a note for each (absent: skipped)."""
+def real_benchmarks(params: Params, only: str | None = None) -> tuple[dict[str, RealItems], dict[str, str]]:
+    """The real benchmarks configured and present (``only``: that one alone), and a note for
+    each (absent: skipped)."""
     real = params.boat.real
     found: dict[str, RealItems] = {}
     notes: dict[str, str] = {}
     if real is None:
         return found, notes
     for name, path, reader in (("mmlu", real.mmlu, read_mmlu), ("gsm8k", real.gsm8k, read_gsm8k)):
-        if path is None:
+        if path is None or only not in (None, name):
             continue
         if not Path(path).exists():
             notes[name] = f"skipped: no {name} data at {path} (see ../shared/data/SOURCES.md)"
@@ -72,14 +73,15 @@ def real_benchmarks(params: Params) -> tuple[dict[str, RealItems], dict[str, str
 Benchmark = tuple[list, list, int, int]  # items, shot pool (one, or one per item), shots, runs
 
 
-def benchmarks(params: Params) -> tuple[dict[str, Benchmark], dict[str, str]]:
-    """The generated items and each real benchmark configured and present, in that order;
-    the real ones' notes."""
+def benchmarks(params: Params, only: str | None = None) -> tuple[dict[str, Benchmark], dict[str, str]]:
+    """The generated items and each real benchmark configured and present, in that order
+    (``only``: that one alone, nothing else read); the real ones' notes."""
     cfg, cats = params.boat, tuple(params.corpus.categories)
-    found: dict[str, Benchmark] = {"generated": (make_mcqs(cfg.n_items, params.seed + 5, cats),
-                                                 make_mcqs(max(cfg.shots * 10, 20), params.seed + 6, cats),
-                                                 cfg.shots, cfg.runs)}
-    real, notes = real_benchmarks(params)
+    found: dict[str, Benchmark] = {}
+    if only in (None, "generated"):
+        found["generated"] = (make_mcqs(cfg.n_items, params.seed + 5, cats),
+                              make_mcqs(max(cfg.shots * 10, 20), params.seed + 6, cats), cfg.shots, cfg.runs)
+    real, notes = real_benchmarks(params, only)
     for name, items in real.items():
         found[name] = (items.items, items.shot_pools, cfg.real.shots, cfg.real.runs)
     return found, notes
@@ -107,7 +109,7 @@ def evaluate(params: Params, layout: Layout, benchmark: str,
     else:
         name = "contaminated"
         model = load_model(spec.model_copy(update={"path": str(contaminated)}), name=f"{cfg.model}+test-set")
-    items, pool, shots, runs = benchmarks(params)[0][benchmark]
+    items, pool, shots, runs = benchmarks(params, only=benchmark)[0][benchmark]
     kw = dict(runs=runs, shots=shots, shot_pool=pool, seed=params.seed)
     stats = dict(n_boot=params.audit.n_boot, confidence=params.audit.confidence, seed=params.seed)
     res = boat_runs(model, items, **kw)
@@ -117,12 +119,13 @@ def evaluate(params: Params, layout: Layout, benchmark: str,
 
 
 def boat_tables(params: Params, parts: dict[tuple[str, str], tuple[pd.DataFrame, pd.DataFrame, dict]],
-                probe: dict) -> tuple[pd.DataFrame, dict]:
+                notes: dict[str, str], probe: dict) -> tuple[pd.DataFrame, dict]:
     """(per-item results of every run, summary) from ``evaluate``'s parts, keyed (model,
-    benchmark), and the agents probe: vanilla vs BOAT over runs and each intervention
-    alone, clean and contaminated, on the generated items and each real benchmark."""
+    benchmark) in ``benchmarks`` order, its notes, and the agents probe: vanilla vs BOAT
+    over runs and each intervention alone, clean and contaminated, on the generated items
+    and each real benchmark."""
     cfg = params.boat
-    names, notes = benchmarks(params)
+    names = list(dict.fromkeys(bench for _, bench in parts))
     tables, single, summary = [], [], {}
     for bench in names:
         for model in ("clean", "contaminated"):

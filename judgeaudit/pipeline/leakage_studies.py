@@ -22,14 +22,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from judgeaudit import resolve
 from judgeaudit.audits.leakage import pair_scores
 from judgeaudit.audits.leakage_trends import cell_arrays, trend
 from judgeaudit.audits.stats import BootstrapSettings
 from judgeaudit.config import Params
+from judgeaudit.judging.student_pairs import RosterJudge, comparisons, judge_pairs
 from judgeaudit.generation.corpus import make_items
 from judgeaudit.generation.styles import STYLES, render
 from judgeaudit.layout import Layout
-from judgeaudit.training.students import respond
+from judgeaudit.training.students import StudentSettings, respond
 from judgeaudit.training.trainers import sft
 
 
@@ -70,6 +72,7 @@ def _students(params: Params, layout: Layout, rows_for: dict[tuple, pd.DataFrame
               synthetic: pd.DataFrame, tmp: Path) -> pd.DataFrame:
     """Train each (base, generator, tag) student on its rows, answer the eval prompts, drop it."""
     frames = []
+    settings = StudentSettings(params.train, params.embedded.template, params.generate.max_new_tokens, params.seed)
     for (base, gen, tag), rows in rows_for.items():
         spec = params.spec_for(base, layout.models)
         template = spec.chat_template if spec.chat_template != "auto" else params.embedded.template
@@ -80,15 +83,14 @@ def _students(params: Params, layout: Layout, rows_for: dict[tuple, pd.DataFrame
         args = params.leakage_studies.sft or params.train.sft
         sft(spec.path, spec.path, data, out, args, params.seed + sum(map(ord, sid)), spec.max_length)
         student = {"student_id": sid, "student_base": base, "generator": gen, "method": tag, "path": str(out)}
-        frames.append(respond(params, student, prompts, synthetic, layout, progress=False))
+        frames.append(respond(student, spec, prompts, synthetic, layout, settings, progress=False))
     return pd.concat(frames, ignore_index=True)
 
 
-def _judge(params: Params, responses: pd.DataFrame, layout: Layout, roster: list[dict]) -> pd.DataFrame:
-    from judgeaudit.judging.student_pairs import comparisons, judge_pairs
-
+def _judge(params: Params, responses: pd.DataFrame, roster: list[RosterJudge]) -> pd.DataFrame:
     pairs = comparisons(responses, params.leakage.generators)
-    return pd.concat([judge_pairs(params, j, pairs, layout.models, progress=False) for j in roster], ignore_index=True)
+    return pd.concat([judge_pairs(j, pairs, params.judge, params.seed, progress=False) for j in roster],
+                     ignore_index=True)
 
 
 def studies_stage(params: Params, prompts: pd.DataFrame, synthetic: pd.DataFrame,
@@ -97,7 +99,8 @@ def studies_stage(params: Params, prompts: pd.DataFrame, synthetic: pd.DataFrame
     section = params.leakage_studies
     a = params.audit
     boot = BootstrapSettings(a.n_boot, a.confidence, params.seed)
-    roster = [r for r in params.judge_roster() if r["tier"] == section.tier]
+    roster = [j for j in resolve.roster(params, layout.models) if j.tier == section.tier]
+    roles = [j.role for j in roster]
     gens = params.leakage.generators
     neutral = neutral_answers(params, synthetic)
     rows_for = {}
@@ -115,16 +118,16 @@ def studies_stage(params: Params, prompts: pd.DataFrame, synthetic: pd.DataFrame
     with tempfile.TemporaryDirectory(prefix="leakage-studies-") as tmp:
         responses = _students(params, layout, rows_for, prompts, synthetic, Path(tmp))
         sizes = {b: n_parameters(params.spec_for(b, layout.models).path) for b in section.scale_students}
-    judgments = _judge(params, responses, layout, roster)
+    judgments = _judge(params, responses, roster)
     scores = pair_scores(judgments)
     mix = scores[(scores.student_base == section.mixing_student)]
-    mixing_arrays = {s: cell_arrays(mix[mix.method == f"mix{s:g}"], roster)[0] for s in section.shares}
+    mixing_arrays = {s: cell_arrays(mix[mix.method == f"mix{s:g}"], roles)[0] for s in section.shares}
     mixing, mixing_fit = trend(mixing_arrays, boot)
     lowest = mixing.iloc[0]
     mixing_fit["lowest_share"] = float(lowest.condition)
     mixing_fit["lowest_share_leaks"] = bool(lowest.ci_low > 0)
     at_share = scores[scores.method == scale_tag]
-    scale_arrays = {float(sizes[b]): cell_arrays(at_share[at_share.student_base == b], roster)[0]
+    scale_arrays = {float(sizes[b]): cell_arrays(at_share[at_share.student_base == b], roles)[0]
                     for b in section.scale_students}
     scale, scale_fit = trend(scale_arrays, boot)
     by_size = {float(n): b for b, n in sizes.items()}
@@ -133,7 +136,7 @@ def studies_stage(params: Params, prompts: pd.DataFrame, synthetic: pd.DataFrame
     mixing = mixing.rename(columns={"condition": "share"})
     scale_fit["slope_per_million"] = scale_fit["slope"] * 1e6
     scale_fit["share"] = at
-    summary = {"tier": section.tier, "judges": [r["judge"] for r in roster], "method": "sft",
+    summary = {"tier": section.tier, "judges": [j.name for j in roster], "method": "sft",
                "mixing_student": section.mixing_student,
                "mixing": {"points": mixing.to_dict("records"), "fit": mixing_fit},
                "scale": {"points": scale.to_dict("records"), "fit": scale_fit}}

@@ -15,17 +15,17 @@ import random
 import numpy as np
 import pandas as pd
 
+from judgeaudit import resolve
 from judgeaudit.attacks.presentation import ATTACKS
 from judgeaudit.audits.stats import mean_ci
 from judgeaudit.audits.pu_audit import PUConfig, consistency_table, improvement_vectors, pca_2d, run_pu_audit
 from judgeaudit.audits.pu_audit import sensitivity as pu_sensitivity
 from judgeaudit.audits.pu_verdicts import one_verdict
-from judgeaudit.attacks.rewriter import build_rewriter
 from judgeaudit.config import Params
 from judgeaudit.generation.corpus import degrade, make_items
 from judgeaudit.generation.styles import STYLES, render
 from judgeaudit.models.encoder import Encoder
-from judgeaudit.judging.student_pairs import attack_losers, judge_pairs, load_judge, unique_roster
+from judgeaudit.judging.student_pairs import attack_losers, judge_pairs, load_judge
 from judgeaudit.layout import Layout
 
 
@@ -58,17 +58,17 @@ def judged_frames(params: Params, layout: Layout) -> tuple[dict[tuple[str, str],
     """({(judge, condition): the pairs a judge decided, clean and after each attack on the
     response it made lose, with the clean verdict beside}, per-pair verdicts of all)."""
     pairs = known_quality_pairs(params)
-    rewriter = build_rewriter(params, layout.models)
+    rewriter = resolve.rewriter(params, layout.models)
     frames, verdict_rows = {}, []
-    for entry in unique_roster(params):
-        judge, model = entry["judge"], load_judge(params, entry, layout.models)
-        clean = decisive_verdicts(judge_pairs(params, entry, pairs, layout.models, progress=False, model=model))
+    for entry in resolve.judges(params, layout.models):
+        judge, model = entry.name, load_judge(entry)
+        clean = decisive_verdicts(judge_pairs(entry, pairs, params.judge, params.seed, progress=False, model=model))
         conditions = {"clean": (pairs, clean)}
         lose_a = clean.reindex(pairs.prompt_id).to_numpy() == "B"
         for name in ATTACKS:
             attacked = attack_losers(pairs, lose_a, name, rewriter)
             conditions[name] = (attacked, decisive_verdicts(
-                judge_pairs(params, entry, attacked, layout.models, progress=False, model=model)))
+                judge_pairs(entry, attacked, params.judge, params.seed, progress=False, model=model)))
         for condition, (frame, verdicts) in conditions.items():
             frame = frame.assign(pair_id=frame.prompt_id, verdict=verdicts.reindex(frame.prompt_id).to_numpy(),
                                  clean_verdict=clean.reindex(frame.prompt_id).to_numpy())

@@ -14,12 +14,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from judgeaudit import resolve
 from judgeaudit.attacks.presentation import ATTACKS
 from judgeaudit.attacks.transforms import ABLATIONS
 from judgeaudit.audits.leakage import CELL, leakage_scores, pair_scores
 from judgeaudit.audits.length_control import controlled_win_rates, gameability, with_differences
 from judgeaudit.audits.stats import mean_ci
-from judgeaudit.attacks.rewriter import attack_texts, build_rewriter
+from judgeaudit.attacks.rewriter import attack_texts
 from judgeaudit.config import Params
 from judgeaudit.judging.student_pairs import (
     attack_losers,
@@ -27,7 +28,6 @@ from judgeaudit.judging.student_pairs import (
     comparisons,
     judge_pairs,
     load_judge,
-    unique_roster,
 )
 from judgeaudit.layout import Layout
 
@@ -38,10 +38,11 @@ def _judge_sets(params: Params, sets: dict[str, tuple[pd.DataFrame, dict]],
     judge_pairs keyword arguments)}. Each judge is loaded once for all the sets, so the
     responses they share are scored once."""
     judged: dict[str, list[pd.DataFrame]] = {name: [] for name in sets}
-    for entry in unique_roster(params):
-        model = load_judge(params, entry, layout.models)
+    for entry in resolve.judges(params, layout.models):
+        model = load_judge(entry)
         for name, (pairs, extra) in sets.items():
-            judged[name].append(judge_pairs(params, entry, pairs, layout.models, progress=False, model=model, **extra))
+            judged[name].append(judge_pairs(entry, pairs, params.judge, params.seed, progress=False, model=model,
+                                            **extra))
     return {name: pd.concat(tables, ignore_index=True) for name, tables in judged.items()}
 
 
@@ -71,22 +72,22 @@ def attack_flips(params: Params, responses: pd.DataFrame, judgments: pd.DataFram
     pairs = comparisons(responses, params.leakage.generators)
     category = responses.drop_duplicates("prompt_id").set_index("prompt_id")["category"]
     key = ["method", "student_base", "generator_a", "generator_b", "prompt_id"]
-    rewriter = build_rewriter(params, layout.models)
+    rewriter = resolve.rewriter(params, layout.models)
     rows = []
-    for entry in unique_roster(params):
-        model = load_judge(params, entry, layout.models)  # once: the attacks share the winners' texts
-        before = binary_verdicts(judgments[judgments.judge == entry["judge"]], key)
+    for entry in resolve.judges(params, layout.models):
+        model = load_judge(entry)  # once: the attacks share the winners' texts
+        before = binary_verdicts(judgments[judgments.judge == entry.name], key)
         lose_a = before.reindex(pd.MultiIndex.from_frame(pairs[key])).to_numpy() == "B"
         for name in ATTACKS:
             attacked = attack_losers(pairs, lose_a, name, rewriter)
-            after = binary_verdicts(judge_pairs(params, entry, attacked, layout.models, progress=False, model=model),
-                                    key)
+            after = binary_verdicts(judge_pairs(entry, attacked, params.judge, params.seed, progress=False,
+                                                model=model), key)
             flipped = (after.reindex(before.index) != before).astype(float)
             cats = category.reindex(before.index.get_level_values("prompt_id")).to_numpy()
             for cat in ["all", *sorted(set(cats))]:
                 values = flipped.to_numpy() if cat == "all" else flipped.to_numpy()[cats == cat]
                 est = mean_ci(values, n_boot=a.n_boot, confidence=a.confidence, seed=params.seed)
-                rows.append({"judge": entry["judge"], "tier": entry["tier"], "attack": name, "category": cat,
+                rows.append({"judge": entry.name, "tier": entry.tier, "attack": name, "category": cat,
                              "flip_rate": est.estimate, "ci_low": est.ci_low, "ci_high": est.ci_high,
                              "n": est.n})
     return pd.DataFrame(rows)
@@ -128,7 +129,7 @@ def _paraphrased(params: Params, texts: pd.Series, layout: Layout) -> pd.Series:
     from judgeaudit.attacks.transforms import paraphrase
 
     distinct = sorted(set(texts))
-    rewriter = build_rewriter(params, layout.models)
+    rewriter = resolve.rewriter(params, layout.models)
     if rewriter is None:
         done = [paraphrase(t) for t in distinct]
     else:
@@ -222,13 +223,13 @@ def recognition(params: Params, responses: pd.DataFrame, layout: Layout) -> tupl
     section, a = params.recognition, params.audit
     boot = BootstrapSettings(a.n_boot, a.confidence, params.seed)
     rows, pooled = [], []
-    for judge in (j for j in unique_roster(params) if j["related_generator"]):
-        pairs = recognition_pairs(responses, judge["related_generator"])
+    for judge in (j for j in resolve.judges(params, layout.models) if j.related_generator):
+        pairs = recognition_pairs(responses, judge.related_generator)
         if len(pairs) > section.max_pairs:
             pairs = pairs.sample(section.max_pairs, random_state=params.seed).reset_index(drop=True)
-        model = load_model(params.spec_for(judge["judge"], layout.models), name=judge["judge"], progress=False)
+        model = load_model(judge.spec, name=judge.name, progress=False)
         p = judge_recognition(lambda q, x, y: prompted_probabilities(model, section.template, q, x, y), pairs)
-        rows.append({"judge": judge["judge"], "tier": judge["tier"], "related_generator": judge["related_generator"],
+        rows.append({"judge": judge.name, "tier": judge.tier, "related_generator": judge.related_generator,
                      **accuracy_ci(picks(p), pairs.prompt_id.to_numpy(), 0.5, boot),
                      "mean_p_related": float(p.mean())})
         pooled.append(pd.DataFrame({"pick": picks(p), "prompt_id": pairs.prompt_id, "p": p}))

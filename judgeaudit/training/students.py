@@ -6,13 +6,25 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import dataclass
 
 import pandas as pd
 
-from judgeaudit.config import Params
-from judgeaudit.models import load_model
+from judgeaudit.config import Train
 from judgeaudit.layout import Layout
+from judgeaudit.models import load_model
+from judgeaudit.models.spec import ModelSpec
 from judgeaudit.training.trainers import dpo, sft
+
+
+@dataclass(frozen=True)
+class StudentSettings:
+    """What training a student and its answers take from params.yaml: ``train``, the chat
+    template of a base whose own is "auto" (the embedded one), the answers' length, the seed."""
+    train: Train
+    template: str
+    max_new_tokens: int
+    seed: int
 
 
 def student_id(base: str, generator: str, method: str) -> str:
@@ -36,42 +48,42 @@ def dpo_pairs(synthetic: pd.DataFrame, generator: str, template: str) -> list[di
     return rows
 
 
-def icl_shots(params: Params, synthetic: pd.DataFrame, generator: str) -> list[str]:
-    """The few-shot examples (prompt ids) an ICL student sees, fixed by the seed."""
+def icl_shots(synthetic: pd.DataFrame, generator: str, shots: int, seed: int) -> list[str]:
+    """The ``shots`` few-shot examples (prompt ids) an ICL student sees, fixed by the seed."""
     ids = sorted(_own(synthetic, generator)["prompt_id"])
-    return sorted(random.Random(params.seed).sample(ids, min(params.train.icl_shots, len(ids))))
+    return sorted(random.Random(seed).sample(ids, min(shots, len(ids))))
 
 
-def train_student(params: Params, base: str, generator: str, method: str,
-                  synthetic: pd.DataFrame, layout: Layout) -> dict:
-    """Train (or, for ICL, assemble) one student; return its index row."""
+def train_student(base: str, spec: ModelSpec, generator: str, method: str, synthetic: pd.DataFrame,
+                  layout: Layout, settings: StudentSettings) -> dict:
+    """Train (or, for ICL, assemble) one student of base ``base`` (loaded with ``spec``);
+    return its index row."""
     sid = student_id(base, generator, method)
-    spec = params.spec_for(base, layout.models)
     out = layout.students / sid
-    template = spec.chat_template if spec.chat_template != "auto" else params.embedded.template
-    seed = params.seed + sum(map(ord, sid))
+    template = spec.chat_template if spec.chat_template != "auto" else settings.template
+    seed = settings.seed + sum(map(ord, sid))
     row = {"student_id": sid, "student_base": base, "generator": generator, "method": method,
            "path": "", "shots": "[]", "train_loss": float("nan"), "steps": 0}
     if method == "icl":
         return {**row, "path": layout.to_stored(spec.path),
-                "shots": json.dumps(icl_shots(params, synthetic, generator))}
+                "shots": json.dumps(icl_shots(synthetic, generator, settings.train.icl_shots, settings.seed))}
     if method == "sft":
         rows = [{"prompt": template.format(prompt=p), "completion": " " + a}
                 for p, a in _own(synthetic, generator)[["prompt", "answer"]].itertuples(index=False)]
-        summary = sft(spec.path, spec.path, rows, out, params.train.sft, seed, spec.max_length)
+        summary = sft(spec.path, spec.path, rows, out, settings.train.sft, seed, spec.max_length)
     elif method == "dpo":
-        summary = dpo(spec.path, dpo_pairs(synthetic, generator, template), out, params.train.dpo,
-                      params.train.dpo_beta, seed, spec.max_length)
+        summary = dpo(spec.path, dpo_pairs(synthetic, generator, template), out, settings.train.dpo,
+                      settings.train.dpo_beta, seed, spec.max_length)
     else:
         raise ValueError(f"unknown training method {method!r}")
     return {**row, "path": layout.to_stored(out), "train_loss": float(summary["train_loss"] or float("nan")),
             "steps": int(summary["steps"])}
 
 
-def respond(params: Params, student: dict, prompts: pd.DataFrame, synthetic: pd.DataFrame,
-            layout: Layout, progress: bool = True) -> pd.DataFrame:
-    """One student's greedy answers to the eval prompts (ICL: few-shot context first)."""
-    base_spec = params.spec_for(student["student_base"], layout.models)
+def respond(student: dict, base_spec: ModelSpec, prompts: pd.DataFrame, synthetic: pd.DataFrame,
+            layout: Layout, settings: StudentSettings, progress: bool = True) -> pd.DataFrame:
+    """One student's greedy answers to the eval prompts (ICL: few-shot context first);
+    ``base_spec``: the spec its base loads with."""
     spec = base_spec.model_copy(update={"path": layout.from_stored(student["path"])})
     model = load_model(spec, name=student["student_id"], progress=progress)
     evals = prompts[prompts["split"] == "eval"].reset_index(drop=True)
@@ -81,7 +93,7 @@ def respond(params: Params, student: dict, prompts: pd.DataFrame, synthetic: pd.
         context = "".join(f"{model.format_prompt(p)} {a}\n\n" for p, a in
                           shots[["prompt", "answer"]].itertuples(index=False))
     formatted = [context + model.format_prompt(p) for p in evals["prompt"]]
-    answers = model.generate(formatted, max_new_tokens=params.generate.max_new_tokens, seed=params.seed)
+    answers = model.generate(formatted, max_new_tokens=settings.max_new_tokens, seed=settings.seed)
     return evals.assign(**{k: student[k] for k in ("student_id", "student_base", "generator", "method")},
                         response=answers)[["student_id", "student_base", "generator", "method",
                                            "prompt_id", "prompt", "category", "fact", "response"]]
