@@ -10,7 +10,6 @@ from prefect import flow, task
 from flows.common import publish, read, upstream
 from judgeaudit.config import Params, load_params
 from judgeaudit.training import students
-from judgeaudit.training.students import StudentSettings
 from judgeaudit.layout import Layout
 from tasks.cache import LOAD, MODELS, artifact_cache
 
@@ -21,9 +20,8 @@ def respond(params: Params, student: dict, prompts: pd.DataFrame, synthetic: pd.
             student_dir: Path, root: str) -> pd.DataFrame:
     """``student_dir``: the student's weights, whose content keys the cache."""
     layout = Layout(Path(root))
-    settings = StudentSettings(params.train, params.embedded.template, params.generate.max_new_tokens, params.seed)
     return students.respond(student, params.spec_for(student["student_base"], layout.models), prompts, synthetic,
-                            layout, settings)
+                            layout, params.generate.max_new_tokens, params.seed)
 
 
 @flow(name="respond")

@@ -28,9 +28,8 @@ def train_student(params: Params, base: str, generator: str, method: str, synthe
                   base_dir: Path, out: Path) -> dict:
     """``base_dir``: the student base's weights, whose content keys the cache."""
     layout = Layout(out.parent.parent)
-    settings = StudentSettings(params.train, params.embedded.template, params.generate.max_new_tokens, params.seed)
     return students.train_student(base, params.spec_for(base, layout.models), generator, method, synthetic, layout,
-                                  settings)
+                                  StudentSettings(params.train, params.embedded.template, params.seed))
 
 
 @flow(name="train")

@@ -31,7 +31,7 @@ from judgeaudit.judging.student_pairs import RosterJudge, comparisons, judge_pai
 from judgeaudit.generation.corpus import make_items
 from judgeaudit.generation.styles import STYLES, render
 from judgeaudit.layout import Layout
-from judgeaudit.training.students import StudentSettings, respond
+from judgeaudit.training.students import respond
 from judgeaudit.training.trainers import sft
 
 
@@ -72,7 +72,6 @@ def _students(params: Params, layout: Layout, rows_for: dict[tuple, pd.DataFrame
               synthetic: pd.DataFrame, tmp: Path) -> pd.DataFrame:
     """Train each (base, generator, tag) student on its rows, answer the eval prompts, drop it."""
     frames = []
-    settings = StudentSettings(params.train, params.embedded.template, params.generate.max_new_tokens, params.seed)
     for (base, gen, tag), rows in rows_for.items():
         spec = params.spec_for(base, layout.models)
         template = spec.chat_template if spec.chat_template != "auto" else params.embedded.template
@@ -83,7 +82,8 @@ def _students(params: Params, layout: Layout, rows_for: dict[tuple, pd.DataFrame
         args = params.leakage_studies.sft or params.train.sft
         sft(spec.path, spec.path, data, out, args, params.seed + sum(map(ord, sid)), spec.max_length)
         student = {"student_id": sid, "student_base": base, "generator": gen, "method": tag, "path": str(out)}
-        frames.append(respond(student, spec, prompts, synthetic, layout, settings, progress=False))
+        frames.append(respond(student, spec, prompts, synthetic, layout, params.generate.max_new_tokens, params.seed,
+                              progress=False))
     return pd.concat(frames, ignore_index=True)
 
 

@@ -19,11 +19,10 @@ from judgeaudit.training.trainers import dpo, sft
 
 @dataclass(frozen=True)
 class StudentSettings:
-    """What training a student and its answers take from params.yaml: ``train``, the chat
-    template of a base whose own is "auto" (the embedded one), the answers' length, the seed."""
+    """What training a student takes from params.yaml: ``train``, the chat template of a
+    base whose own is "auto" (the embedded one), and the seed."""
     train: Train
     template: str
-    max_new_tokens: int
     seed: int
 
 
@@ -61,19 +60,20 @@ def train_student(base: str, spec: ModelSpec, generator: str, method: str, synth
     sid = student_id(base, generator, method)
     out = layout.students / sid
     template = spec.chat_template if spec.chat_template != "auto" else settings.template
-    seed = settings.seed + sum(map(ord, sid))
+    train, seed = settings.train, settings.seed
+    student_seed = seed + sum(map(ord, sid))
     row = {"student_id": sid, "student_base": base, "generator": generator, "method": method,
            "path": "", "shots": "[]", "train_loss": float("nan"), "steps": 0}
     if method == "icl":
         return {**row, "path": layout.to_stored(spec.path),
-                "shots": json.dumps(icl_shots(synthetic, generator, settings.train.icl_shots, settings.seed))}
+                "shots": json.dumps(icl_shots(synthetic, generator, train.icl_shots, seed))}
     if method == "sft":
         rows = [{"prompt": template.format(prompt=p), "completion": " " + a}
                 for p, a in _own(synthetic, generator)[["prompt", "answer"]].itertuples(index=False)]
-        summary = sft(spec.path, spec.path, rows, out, settings.train.sft, seed, spec.max_length)
+        summary = sft(spec.path, spec.path, rows, out, train.sft, student_seed, spec.max_length)
     elif method == "dpo":
-        summary = dpo(spec.path, dpo_pairs(synthetic, generator, template), out, settings.train.dpo,
-                      settings.train.dpo_beta, seed, spec.max_length)
+        summary = dpo(spec.path, dpo_pairs(synthetic, generator, template), out, train.dpo,
+                      train.dpo_beta, student_seed, spec.max_length)
     else:
         raise ValueError(f"unknown training method {method!r}")
     return {**row, "path": layout.to_stored(out), "train_loss": float(summary["train_loss"] or float("nan")),
@@ -81,9 +81,9 @@ def train_student(base: str, spec: ModelSpec, generator: str, method: str, synth
 
 
 def respond(student: dict, base_spec: ModelSpec, prompts: pd.DataFrame, synthetic: pd.DataFrame,
-            layout: Layout, settings: StudentSettings, progress: bool = True) -> pd.DataFrame:
-    """One student's greedy answers to the eval prompts (ICL: few-shot context first);
-    ``base_spec``: the spec its base loads with."""
+            layout: Layout, max_new_tokens: int, seed: int, progress: bool = True) -> pd.DataFrame:
+    """One student's greedy answers (``max_new_tokens`` at most) to the eval prompts (ICL:
+    few-shot context first); ``base_spec``: the spec its base loads with."""
     spec = base_spec.model_copy(update={"path": layout.from_stored(student["path"])})
     model = load_model(spec, name=student["student_id"], progress=progress)
     evals = prompts[prompts["split"] == "eval"].reset_index(drop=True)
@@ -93,7 +93,7 @@ def respond(student: dict, base_spec: ModelSpec, prompts: pd.DataFrame, syntheti
         context = "".join(f"{model.format_prompt(p)} {a}\n\n" for p, a in
                           shots[["prompt", "answer"]].itertuples(index=False))
     formatted = [context + model.format_prompt(p) for p in evals["prompt"]]
-    answers = model.generate(formatted, max_new_tokens=settings.max_new_tokens, seed=settings.seed)
+    answers = model.generate(formatted, max_new_tokens=max_new_tokens, seed=seed)
     return evals.assign(**{k: student[k] for k in ("student_id", "student_base", "generator", "method")},
                         response=answers)[["student_id", "student_base", "generator", "method",
                                            "prompt_id", "prompt", "category", "fact", "response"]]
