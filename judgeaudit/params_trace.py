@@ -1,7 +1,8 @@
 """Which params a run reads: with ``JUDGEAUDIT_TRACE_PARAMS=FILE`` set, ``load_params``
 hands out a ``Params`` that records every section read from it ("leakage") and every field
 read from a section ("leakage.judges"), and the process appends them to FILE (one JSON
-line: its command line, the reads) as it exits. The test suite checks each stage's reads
+line: its command line, the reads) as it exits; so does each worker process of a stage's pool
+(spawned, it has the stage's command line). The test suite checks each stage's reads
 against the params dvc.yaml declares for it, so that a param a stage reads but does not
 declare cannot leave it stale. Reads that bypass attribute access (``model_dump`` of a
 section) are recorded as the section only."""
@@ -25,12 +26,17 @@ _FIELDS = frozenset(Params.model_fields)
 
 
 class TracedParams(Params):
-    """A ``Params`` that notes the sections read from it (serialisation reads none)."""
+    """A ``Params`` that notes the sections read from it (serialisation reads none). Pickled
+    to a stage's worker process, it is traced there too: its reads are the stage's."""
 
     def __getattribute__(self, name: str):
         if name in _FIELDS:
             _SEEN.add(name)
         return super().__getattribute__(name)
+
+    def __reduce__(self):
+        sections = object.__getattribute__(self, "__dict__")
+        return traced, (Params.model_construct(**{name: _untraced(sections[name]) for name in _FIELDS}),)
 
 
 def _traced_section(name: str, value):
@@ -46,6 +52,14 @@ def _traced_section(name: str, value):
 
     traced_type = type(f"Traced{base.__name__}", (base,), {"__getattribute__": __getattribute__})
     return traced_type.model_construct(_fields_set=value.model_fields_set, **value.__dict__)
+
+
+def _untraced(value):
+    """The plain section behind a traced copy (``_traced_section``)."""
+    if not type(value).__name__.startswith("Traced"):
+        return value
+    plain = type(value).__mro__[1]
+    return plain.model_construct(_fields_set=value.model_fields_set, **value.__dict__)
 
 
 def _write(path: Path) -> None:

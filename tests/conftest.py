@@ -113,6 +113,32 @@ def prefect_server():
                 os.environ["PREFECT_API_URL"] = old
 
 
+# the tables every stage of the tiny DAG writes (students/index.parquet: paths relative to the root)
+TINY_TABLES = ["prompts/prompts.parquet", "synthetic/answers.parquet", "responses/responses.parquet",
+               "judgments/judgments.parquet", "metrics/win_rates.parquet", "metrics/pls.parquet",
+               "boat/results.parquet", "pu/consistency.parquet", "pu/verdicts.parquet",
+               "prefix/matrices.parquet", "robustness/ablation.parquet", "robustness/attack_flips.parquet",
+               "robustness/controlled_win_rates.parquet", "score_range/scores.parquet",
+               "score_range/correlations.parquet", "real_judges/judgments.parquet",
+               "real_judges/judge_quality.parquet", "leaderboard/win_rates.parquet",
+               "leakage_studies/mixing.parquet", "leakage_studies/scale.parquet", "students/index.parquet"]
+
+
+@pytest.fixture(scope="session")
+def tiny_audit(prefect_server, tmp_path_factory) -> tuple[Path, Path]:
+    """(params file, data root) of ONE real Prefect run of the whole DAG (``full_audit``)
+    on the tiny config with the default pool of two worker processes, shared by the slow
+    tests (the end-to-end assertions, the `dvc repro` that must give the same tables, the
+    task cache, the kill drill's uninterrupted run): each run costs minutes. Tests read
+    it and never write into it."""
+    from flows.stages import full_audit
+
+    base = tmp_path_factory.mktemp("tiny_audit")
+    params = write_tiny_params(base / "params.yaml", processes=2)
+    full_audit(params_path=str(params), root=str(base / "data"))
+    return params, base / "data"
+
+
 @pytest.fixture(scope="session")
 def tiny_lm(tmp_path_factory):
     """A real tiny Llama trained for a few steps on the template corpus, loaded through

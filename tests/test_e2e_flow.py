@@ -1,45 +1,27 @@
 """A real Prefect flow run (temporary local server) of the whole DAG on a tiny config
 whose models learn their house styles: every stage's table is written and validated,
 the planted preference leakage is recovered (PLS > 0, CI excluding 0, every tier), and
-a second run into another directory gives identical tables."""
+`dvc repro` of the same config in another folder gives identical tables (tests/test_dvc_repro.py).
+The run is the session fixture ``tiny_audit`` (tests/conftest.py), which that test and the kill
+drill share: each run of the tiny DAG costs minutes."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from judgeaudit.attacks.presentation import ATTACKS
-from tests.conftest import write_tiny_params
+from tests.conftest import TINY_TABLES
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture
-def tiny_params_file(tmp_path: Path) -> Path:
-    """The tiny config with the default pool of two worker processes per stage."""
-    return write_tiny_params(tmp_path / "params.yaml", processes=2)
-
-
-TABLES = ["prompts/prompts.parquet", "synthetic/answers.parquet", "responses/responses.parquet",
-          "judgments/judgments.parquet", "metrics/win_rates.parquet", "metrics/pls.parquet",
-          "boat/results.parquet", "pu/consistency.parquet", "pu/verdicts.parquet",
-          "prefix/matrices.parquet", "robustness/ablation.parquet", "robustness/attack_flips.parquet",
-          "robustness/controlled_win_rates.parquet", "score_range/scores.parquet",
-          "score_range/correlations.parquet", "real_judges/judgments.parquet", "real_judges/judge_quality.parquet",
-          "leaderboard/win_rates.parquet", "leakage_studies/mixing.parquet", "leakage_studies/scale.parquet",
-          "students/index.parquet"]  # index: paths relative to the root
-
-
-def test_full_audit_flow(prefect_server, tiny_params_file, tmp_path):
+def test_full_audit_flow(tiny_audit):
     from prefect.client.orchestration import get_client
 
-    from flows.stages import full_audit
-
-    first, second = tmp_path / "run1", tmp_path / "run2"
-    full_audit(params_path=str(tiny_params_file), root=str(first))
+    _, first = tiny_audit  # the session's one run of full_audit (tests/conftest.py)
     pls = pd.read_parquet(first / "metrics/pls.parquet")
     tiers = pls[pls.scope == "tier"].set_index("tier")
     assert set(tiers.index) == {"same", "inheritance", "same_family"}
@@ -162,9 +144,8 @@ def test_full_audit_flow(prefect_server, tiny_params_file, tmp_path):
     board = pd.read_parquet(first / "leaderboard/win_rates.parquet")
     assert board.loc[board.flagged, "model"].tolist() == ["NullModel"] and "Leaderboard:" in html
 
-    full_audit(params_path=str(tiny_params_file), root=str(second))
-    for table in TABLES:
-        pd.testing.assert_frame_equal(pd.read_parquet(first / table), pd.read_parquet(second / table))
+    for table in TINY_TABLES:  # tests/test_dvc_repro.py: `dvc repro` elsewhere gives the same tables
+        assert (first / table).stat().st_size > 0, table
 
     async def artifact_keys():
         async with get_client() as client:
@@ -175,16 +156,13 @@ def test_full_audit_flow(prefect_server, tiny_params_file, tmp_path):
     assert {"preference-leakage", "pls-pairs"} <= asyncio.run(artifact_keys())
 
 
-def test_rerun_is_served_from_task_cache(prefect_server, tiny_params_file, tmp_path):
+def test_rerun_is_served_from_task_cache(tiny_audit):
+    """A stage run again over the session's full run: every task is served from the cache."""
     from flows.stages import generate_flow
 
-    from flows.stages import bootstrap_flow
-
-    root = str(tmp_path / "data")
-    bootstrap_flow(params_path=str(tiny_params_file), root=root)
-    state1 = generate_flow(params_path=str(tiny_params_file), root=root, return_state=True)
-    state2 = generate_flow(params_path=str(tiny_params_file), root=root, return_state=True)
-    assert state1.is_completed() and state2.is_completed()
+    params, root = tiny_audit
+    state2 = generate_flow(params_path=str(params), root=str(root), return_state=True)
+    assert state2.is_completed()
 
     async def generate_task_states():
         from prefect.client.orchestration import get_client

@@ -81,10 +81,10 @@ def _gone(pid: int, within_s: float = 20) -> bool:
     return not _alive(pid)
 
 
-def test_a_killed_run_leaves_nothing_and_the_rerun_matches(tmp_path, tiny_params_file):
+def test_a_killed_run_leaves_nothing_and_the_rerun_matches(tmp_path, tiny_params_file, tiny_audit):
     env = _env(tmp_path)
-    clean, killed = tmp_path / "clean", tmp_path / "killed"
-    assert _run(tiny_params_file, clean, env).wait(timeout=600) == 0
+    _, clean = tiny_audit  # a run never interrupted: the session's run of the same config (tests/conftest.py)
+    killed = tmp_path / "killed"
 
     proc, server = _start_and_find_server(tiny_params_file, killed, env)
     time.sleep(random.Random(7).uniform(2.0, 12.0))  # a seeded random point: model building, usually

@@ -14,7 +14,7 @@ from flows.runners import task_runner
 from judgeaudit.config import Params, load_params
 from judgeaudit import resolve
 from judgeaudit.judging import student_pairs
-from judgeaudit.judging.student_pairs import comparisons
+from judgeaudit.judging.student_pairs import RosterJudge, comparisons
 from judgeaudit.layout import Layout
 from tasks.cache import LOAD, MODELS, artifact_cache
 
@@ -25,12 +25,11 @@ PARAMS = ("leakage",)
 JUDGMENT_ORDER = ["judge", "method", "student_base", "generator_a", "generator_b", "prompt_id", "order"]
 
 
-@task(cache_policy=artifact_cache((*MODELS, "judge")), task_run_name="judge-{judge}", **LOAD)
-def judge_pairs(params: Params, judge: str, pairs: pd.DataFrame, judge_dir: Path, root: str) -> pd.DataFrame:
-    """Judge ``judge`` (a roster name) on ``pairs``; ``judge_dir``: its weights, whose
-    content keys the cache."""
-    resolved = next(j for j in resolve.judges(params, Layout(Path(root)).models) if j.name == judge)
-    return student_pairs.judge_pairs(resolved, pairs, params.judge, params.seed)
+@task(cache_policy=artifact_cache((*MODELS, "judge")), task_run_name="judge-{judge.name}", **LOAD)
+def judge_pairs(params: Params, judge: RosterJudge, pairs: pd.DataFrame, judge_dir: Path) -> pd.DataFrame:
+    """``judge`` (resolved at the flow's door) on ``pairs``; ``judge_dir``: its weights,
+    whose content keys the cache."""
+    return student_pairs.judge_pairs(judge, pairs, params.judge, params.seed)
 
 
 @flow(name="judge-shards")
@@ -38,7 +37,7 @@ def judge_shards(params_path: str, root: str, pairs: pd.DataFrame) -> list[pd.Da
     """Every judge on every shard of ``pairs``, submitted to the flow's task runner."""
     params, layout = load_params(params_path), Layout(Path(root))
     shards = np.array_split(np.arange(len(pairs)), min(params.scale.shards_per_judge, len(pairs)))
-    futures = [judge_pairs.submit(params, j.name, pairs.iloc[idx].reset_index(drop=True), Path(j.spec.path), root)
+    futures = [judge_pairs.submit(params, j, pairs.iloc[idx].reset_index(drop=True), Path(j.spec.path))
                for j in resolve.judges(params, layout.models) for idx in shards]
     return [f.result() for f in futures]
 

@@ -16,6 +16,7 @@ from judgeaudit import resolve
 from judgeaudit.config import Params
 from judgeaudit.generation.corpus import make_items
 from judgeaudit.generation.mcq import make_mcqs
+from judgeaudit.judging.student_pairs import load_judge
 from judgeaudit.models import load_model
 from judgeaudit.layout import Layout
 from judgeaudit.sources.mcq_benchmarks import RealItems, read_gsm8k, read_mmlu
@@ -34,7 +35,7 @@ def agent_probe(params: Params, layout: Layout) -> dict:
         return load_model(params.spec_for(name, layout.models), name=name)
 
     roster = resolve.judges(params, layout.models)
-    judges = {j.name: load_model(j.spec, name=j.name) for j in roster}
+    judges = {j.name: load_judge(j) for j in roster}
     agents = [judges.get(name) or model(name) for name in cfg.agents]
     probes = []
     for k, strength in enumerate(cfg.strengths):
