@@ -3,9 +3,12 @@ in flight, one request at a time (--max-batch 1: what the server did before batc
 global lock) against continuous batching (--max-batch 16: requests join and leave the
 running batch at every decoding step), same model, same requests, one run. Each request:
 a judge prompt, greedy, `--tokens` new tokens. A third server batches continuously without
-the 30 ms batching window (`--batch-wait-ms 0`).
+the 30 ms batching window (`--batch-wait-ms 0`). Every server runs as `judgeaudit serve`
+does (`--engine process --engine-threads 1` unless told otherwise); the load comes from
+aiohttp on one thread (httpx took a whole core at 16 in flight, as much as the server).
 
-    python bench/serve_throughput.py [--model data/models/gen-formal] [--requests 96] [--tokens 16]
+    python bench/serve_throughput.py [--model data/models/gen-formal] [--requests 192] [--tokens 16]
+    python bench/serve_throughput.py --engine thread   # the engine as a thread of the HTTP process
     python bench/serve_throughput.py --scratch 512,8   # a wider, deeper Llama (random weights)
 """
 
@@ -17,8 +20,11 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
+import aiohttp
 import httpx
 
 from judging_throughput import add_scratch_option, scratch_or_model  # bench/ is on the path as a script
@@ -32,21 +38,26 @@ _SERVER = """
 import sys, uvicorn
 from judgeaudit.models import ModelSpec, load_model
 from judgeaudit.serve import ServeLimits, make_app
-model = load_model(ModelSpec(path=sys.argv[1], chat_template="Q: {prompt}\\nA:", max_length=256), name="judge")
-app = make_app({"judge": model}, ServeLimits(max_batch=int(sys.argv[2]), max_queue=256,
-                                             batch_wait_ms=float(sys.argv[4])))
-uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[3]), log_level="error")
+if __name__ == "__main__":  # the engine process re-imports this module
+    model = load_model(ModelSpec(path=sys.argv[1], chat_template="Q: {prompt}\\nA:", max_length=256), name="judge")
+    app = make_app({"judge": model}, ServeLimits(max_batch=int(sys.argv[2]), max_queue=256,
+                                                 batch_wait_ms=float(sys.argv[4])),
+                   engine=sys.argv[5], engine_threads=int(sys.argv[6]))
+    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[3]), log_level="error")
 """
 
 
-def _start(model_path: str, max_batch: int, wait_ms: float = 30.0) -> tuple[subprocess.Popen, str]:
+def _start(model_path: str, max_batch: int, wait_ms: float, engine: str, threads: int
+           ) -> tuple[subprocess.Popen, str]:
     """The server in its own process, as `judgeaudit serve` runs (the clients' threads
     must not share its interpreter lock)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-c", _SERVER, model_path, str(max_batch), str(port), str(wait_ms)],
-                            stdout=subprocess.DEVNULL)
+    script = Path(tempfile.mkdtemp(prefix="bench-serve-")) / "server.py"  # spawn re-imports a file, not -c
+    script.write_text(_SERVER)
+    proc = subprocess.Popen([sys.executable, str(script), model_path, str(max_batch), str(port), str(wait_ms),
+                             engine, str(threads)], stdout=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/v1"
     while True:
         if proc.poll() is not None:
@@ -64,12 +75,15 @@ def _load(url: str, prompts: list[str], in_flight: int, tokens: int) -> tuple[fl
     async def run() -> tuple[float, list[float]]:
         latencies: list[float] = []
         todo = iter(prompts)
-        async with httpx.AsyncClient(timeout=600, limits=httpx.Limits(max_connections=in_flight)) as client:
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=in_flight),
+                                         timeout=aiohttp.ClientTimeout(total=600)) as client:
             async def worker() -> None:
                 for prompt in todo:
                     t0 = time.perf_counter()
-                    r = await client.post(url, json={"model": "judge", "prompt": prompt, "max_tokens": tokens})
-                    r.raise_for_status()
+                    async with client.post(url, json={"model": "judge", "prompt": prompt,
+                                                      "max_tokens": tokens}) as r:
+                        r.raise_for_status()
+                        await r.read()
                     latencies.append(time.perf_counter() - t0)
             start = time.perf_counter()
             await asyncio.gather(*(worker() for _ in range(in_flight)))
@@ -83,7 +97,11 @@ def _load(url: str, prompts: list[str], in_flight: int, tokens: int) -> tuple[fl
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--model", default="data/models/gen-formal")
-    ap.add_argument("--requests", type=int, default=96)
+    ap.add_argument("--requests", type=int, default=192)
+    ap.add_argument("--repeats", type=int, default=3, help="runs of each load; the median run is printed "
+                                                          "(this machine's speed drifts by 20%% between runs)")
+    ap.add_argument("--engine", choices=("process", "thread"), default="process")
+    ap.add_argument("--engine-threads", type=int, default=1, help="torch threads of the engine (0: torch's default)")
     ap.add_argument("--tokens", type=int, default=16)
     add_scratch_option(ap)
     args = scratch_or_model(ap.parse_args())
@@ -92,16 +110,18 @@ def main() -> None:
     items = make_items(args.requests, seed=0)
     prompts = [model.format_prompt(template.format(question=it.prompt, answer_a=f"The answer is {it.fact}.",
                                                    answer_b=f"Answer: {it.fact}.")) for it in items]
-    print(f"model={args.model} requests={args.requests} new_tokens={args.tokens} (greedy)")
+    print(f"model={args.model} requests={args.requests} new_tokens={args.tokens} (greedy) "
+          f"engine={args.engine} engine_threads={args.engine_threads}")
     print(f"{'server':<28}{'in flight':>10}{'req/s':>9}{'p50 s':>9}{'p99 s':>9}")
     rates = {}
     servers = (("one at a time (before)", 1, 0.0), ("continuous batching (after)", 16, 30.0),
                ("  without the window", 16, 0.0))
     for label, max_batch, wait_ms in servers:
-        server, url = _start(args.model, max_batch, wait_ms)
+        server, url = _start(args.model, max_batch, wait_ms, args.engine, args.engine_threads)
         _load(url, prompts[:4], 1, args.tokens)  # warm-up
         for in_flight in (1, 16, 50):
-            rate, p50, p99 = _load(url, prompts, in_flight, args.tokens)
+            runs = sorted(_load(url, prompts, in_flight, args.tokens) for _ in range(args.repeats))
+            rate, p50, p99 = runs[len(runs) // 2]
             rates[label, in_flight] = rate
             print(f"{label:<28}{in_flight:>10}{rate:>9.1f}{p50:>9.3f}{p99:>9.3f}")
         server.terminate()

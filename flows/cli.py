@@ -47,6 +47,10 @@ def _parser() -> argparse.ArgumentParser:
     srv.add_argument("--max-queue", type=int, default=64, help="requests queued or running; beyond: 503")
     srv.add_argument("--batch-wait-ms", type=float, default=30.0,
                      help="how long a request may wait for others to share its prefill (0: never)")
+    srv.add_argument("--engine", choices=("process", "thread"), default="process",
+                     help="decode in a process of its own (default) or in a thread of the HTTP server")
+    srv.add_argument("--engine-threads", type=int, default=None,
+                     help="torch threads of the engine process (default: all cores but one, at least 1)")
     srv.add_argument("--truncate", action="store_true",
                      help="cut prompts longer than the context from the left (reported in usage) instead of 400")
     av = sub.add_parser("audit-verdicts", help="audit real judges from their recorded verdicts on a benchmark: "
@@ -236,7 +240,11 @@ def _serve(args: argparse.Namespace) -> int:
     print(f"judgeaudit: serving {sorted(models)} at http://{args.host}:{args.port}/v1")
     limits = ServeLimits(max_tokens=args.max_tokens, max_batch=args.max_batch, max_queue=args.max_queue,
                          truncate=args.truncate, batch_wait_ms=args.batch_wait_ms)
-    uvicorn.run(make_app(models, limits), host=args.host, port=args.port, log_level="warning")
+    app = make_app(models, limits, engine=args.engine, engine_threads=args.engine_threads)
+    try:
+        uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    finally:
+        app.state.batcher.close()
     return 0
 
 

@@ -8,7 +8,10 @@ As a serving engine would, it validates every field (400 naming the field, as Op
 API does), caps ``max_tokens``, refuses a prompt longer than the model's context unless
 told to truncate (and then says how many tokens it cut), bounds its queue (503 when
 full), stops generating for a client that has gone, and decodes greedy requests in one
-running batch that requests join and leave at every step (continuous batching).
+running batch that requests join and leave at every step (continuous batching), with the
+prompts' shared opening computed once (``judgeaudit.models.continuous``). The engine runs
+as a thread here or, as ``judgeaudit serve`` runs it, in a process of its own
+(``judgeaudit.serve_engine``).
 """
 
 from __future__ import annotations
@@ -78,8 +81,7 @@ class _Job:
     future: Future = field(default_factory=Future)
     gone: threading.Event = field(default_factory=threading.Event)
     arrived: float = field(default_factory=time.monotonic)
-
-
+    id: int = -1  # the engine process's handle for it
 
 class Batcher:
     """One worker thread. Greedy requests decode in one running batch per model
@@ -88,7 +90,7 @@ class Batcher:
     model that cannot batch continuously) runs alone when it is the oldest waiting, so that
     a seed gives the same text however requests arrive."""
 
-    def __init__(self, models: dict[str, TransformersModel], limits: ServeLimits) -> None:
+    def __init__(self, models: dict[str, TransformersModel], limits: ServeLimits, thread: bool = True) -> None:
         self.models, self.limits = models, limits
         self.waiting: list[_Job] = []
         self.running_batches = {name: RunningBatch(m) for name, m in models.items() if supports_continuous(m)}
@@ -98,7 +100,8 @@ class Batcher:
         self.prefills: list[int] = []  # the prompts of every prefill
         self.abandoned = 0  # requests not generated, or cut short, because their client had gone
         self.load: deque[tuple[float, int]] = deque()  # (time, requests waiting or running) of the last second
-        threading.Thread(target=self._loop, daemon=True, name="judgeaudit-batcher").start()
+        if thread:  # else the caller runs ``_loop`` (the engine process, in its only thread)
+            threading.Thread(target=self._loop, daemon=True, name="judgeaudit-batcher").start()
 
     @property
     def running(self) -> int:
@@ -115,6 +118,26 @@ class Batcher:
                 self.load.popleft()
             self.cond.notify()
         return job.future
+
+    def cancel(self, job: _Job) -> None:
+        """The client has gone: stop generating for ``job``."""
+        job.gone.set()
+
+    def stats(self) -> dict:
+        """Rows per decoding step, prompts per prefill, requests abandoned, prompt tokens
+        served from the prefix cache (for the bench and tests)."""
+        return {"batches": list(self.batches), "prefills": list(self.prefills), "abandoned": self.abandoned,
+                "reused_tokens": sum(b.reused_tokens for b in self.running_batches.values())}
+
+    def close(self) -> None:
+        """Nothing to end: the worker thread is a daemon."""
+
+    def _wait(self, timeout: float | None = None) -> None:
+        """Sleep until a request may have come (``submit`` notifies), or ``timeout`` s."""
+        self.cond.wait(timeout)
+
+    def _receive(self) -> None:
+        """Take in requests that came some other way than ``submit`` (the engine process's pipe)."""
 
     def _continuous(self, job: _Job) -> bool:
         return job.temperature == 0 and job.model in self.running_batches
@@ -138,14 +161,16 @@ class Batcher:
         """(the greedy jobs joining each model's running batch, a job to run alone)."""
         with self.cond:
             while True:
+                self._receive()
                 while not self.waiting and not self.running:
-                    self.cond.wait()
+                    self._wait()
+                    self._receive()
                 left = self._hold_s() if self.waiting else 0.0
                 if not left:
                     break
                 if self.running:
                     return {}, None  # step the running batch meanwhile
-                self.cond.wait(left)
+                self._wait(left)
             alone = None
             if self.waiting and not self._continuous(self.waiting[0]):
                 alone = self.waiting.pop(0)
@@ -224,11 +249,22 @@ def _field_error(exc: RequestValidationError) -> str:
     return f"{where}: {first['msg']}" + (f" (got {first.get('input')!r:.80})" if "input" in first else "")
 
 
-def make_app(models: dict[str, TransformersModel], limits: ServeLimits | None = None) -> FastAPI:
-    """The ASGI app serving ``models`` by name, its requests batched as they wait."""
+def make_app(models: dict[str, TransformersModel], limits: ServeLimits | None = None,
+             engine: str = "thread", engine_threads: int | None = None) -> FastAPI:
+    """The ASGI app serving ``models`` by name, its requests batched as they wait.
+    ``engine``: "thread" decodes in a thread of this process; "process" in a process of
+    its own (``judgeaudit.serve_engine``), which loads its own copy of each model from its
+    spec and uses ``engine_threads`` torch threads (None: all cores but one, at least one)."""
     limits = limits or ServeLimits()
+    if engine not in ("thread", "process"):
+        raise ValueError(f"engine: 'thread' or 'process' (got {engine!r})")
     app = FastAPI(title="judgeaudit serve")
-    batcher = Batcher(models, limits)
+    if engine == "process":
+        from judgeaudit.serve_engine import EngineProcess
+
+        batcher = EngineProcess(models, limits, threads=engine_threads)
+    else:
+        batcher = Batcher(models, limits)
     app.state.batcher = batcher
 
     def error(status: int, message: str, param: str | None = None) -> JSONResponse:
@@ -299,7 +335,7 @@ def make_app(models: dict[str, TransformersModel], limits: ServeLimits | None = 
             if done:
                 return future.result()
             if await request.is_disconnected():
-                job.gone.set()  # the batch stops generating for it
+                batcher.cancel(job)  # the batch stops generating for it
                 raise HTTPException(499, detail="client closed the request")
 
     @app.get("/v1/models")

@@ -1,12 +1,14 @@
 """Drills for `judgeaudit serve` on loopback (a real uvicorn server over a real tiny
 transformer, bounded in requests and time): every bad field is a 400 naming it, as
 OpenAI's API answers; a failure keeps the connection; a client that gives up stops its
-generation; the queue is bounded; waiting requests are batched."""
+generation; the queue is bounded; waiting requests are batched, in the server's process
+or in an engine process of its own."""
 
 from __future__ import annotations
 
 import http.client
 import json
+import os
 import socket
 import threading
 import time
@@ -31,11 +33,11 @@ class _Broken:
         return prompt
 
 
-def _serve(models: dict, limits: ServeLimits):
+def _serve(models: dict, limits: ServeLimits, engine: str = "thread"):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    app = make_app(models, limits)
+    app = make_app(models, limits, engine=engine, engine_threads=1)
     srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
@@ -96,10 +98,12 @@ def test_a_500_is_json_and_keeps_the_connection(served):
     assert _post(conn, "completions", COMPLETION)[0] == 200 and conn.sock is sock
 
 
-def test_a_client_that_gives_up_is_not_generated_for(tiny_lm):
+@pytest.mark.parametrize("engine", ["thread", "process"])
+def test_a_client_that_gives_up_is_not_generated_for(tiny_lm, engine):
     """Requests run one at a time behind long ones; a client that sends its request and
-    hangs up is dropped from the queue (or cut short), never generated to the end."""
-    srv, thread, port, app = _serve({"tiny": tiny_lm}, ServeLimits(max_batch=1, max_tokens=200))
+    hangs up is dropped from the queue (or cut short), never generated to the end, with
+    the engine in the server's process or in its own."""
+    srv, thread, port, app = _serve({"tiny": tiny_lm}, ServeLimits(max_batch=1, max_tokens=200), engine)
     try:
         url = f"http://127.0.0.1:{port}/v1/completions"
         ahead = {"model": "tiny", "prompt": "Q: Name a colour.\nA:", "max_tokens": 200}
@@ -113,12 +117,13 @@ def test_a_client_that_gives_up_is_not_generated_for(tiny_lm):
                 time.sleep(0.05)
             assert all(f.result().status_code == 200 for f in busy)
         deadline = time.time() + 30
-        while app.state.batcher.abandoned == 0 and time.time() < deadline:
+        while app.state.batcher.stats()["abandoned"] == 0 and time.time() < deadline:
             time.sleep(0.05)
-        assert app.state.batcher.abandoned == 1
+        assert app.state.batcher.stats()["abandoned"] == 1
     finally:
         srv.should_exit = True
         thread.join(timeout=10)
+        app.state.batcher.close()
 
 
 def test_waiting_requests_are_batched_and_give_the_same_text(served, tiny_lm):
@@ -131,6 +136,28 @@ def test_waiting_requests_are_batched_and_give_the_same_text(served, tiny_lm):
                                                    timeout=60).json()["choices"][0]["text"], prompts))
     assert max(app.state.batcher.batches) > 1  # some requests ran together
     assert texts == [tiny_lm.generate_with_logprobs(p, max_new_tokens=8)[0] for p in prompts]
+
+
+def test_the_engine_process_batches_and_gives_the_same_text(tiny_lm):
+    srv, thread, port, app = _serve({"tiny": tiny_lm}, ServeLimits(max_batch=16), "process")
+    try:
+        assert app.state.batcher.process.pid != os.getpid()
+        head = "Compare two answers to the question and say which is better.\nQuestion: "
+        prompts = [f"{head}What is {a} plus {b}?\nA:" for a in range(4) for b in range(4)]
+        url = f"http://127.0.0.1:{port}/v1/completions"
+        with ThreadPoolExecutor(16) as pool:
+            texts = list(pool.map(lambda p: httpx.post(url, json={"model": "tiny", "prompt": p, "max_tokens": 8},
+                                                       timeout=60).json()["choices"][0]["text"], prompts))
+        assert texts == [tiny_lm.generate_with_logprobs(p, max_new_tokens=8)[0] for p in prompts]
+        stats = app.state.batcher.stats()
+        assert max(stats["batches"]) > 1 and stats["reused_tokens"] > 0  # batched, the template's opening cached
+        r = httpx.post(url, json={"model": "tiny", "prompt": "Q: Hi\nA:", "max_tokens": 2, "temperature": 5})
+        assert r.status_code == 400 and "temperature" in r.json()["error"]["message"]  # checked before the engine
+    finally:
+        srv.should_exit = True
+        thread.join(timeout=10)
+        app.state.batcher.close()
+    assert not app.state.batcher.process.is_alive()
 
 
 def test_the_queue_is_bounded(tiny_lm):
