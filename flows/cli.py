@@ -53,6 +53,11 @@ def _parser() -> argparse.ArgumentParser:
                      help="torch threads of the engine process (default: all cores but one, at least 1)")
     srv.add_argument("--truncate", action="store_true",
                      help="cut prompts longer than the context from the left (reported in usage) instead of 400")
+    eff = sub.add_parser("effects", help="the effects a run's audits find (confidence intervals excluding "
+                                         "zero); with --against, the ones another run loses")
+    eff.add_argument("root", help="a run's data root (its <stage>/summary.json files)")
+    eff.add_argument("--against", help="another run's data root (e.g. a smaller params file's): exit 1 "
+                                       "if it loses an effect of ROOT or flips its sign")
     av = sub.add_parser("audit-verdicts", help="audit real judges from their recorded verdicts on a benchmark: "
                                                "report card, the benchmark's published figures, PU audit")
     _verdict_args(av)
@@ -282,10 +287,34 @@ def main(argv: list[str] | None = None) -> int:
             return _serve(args)
         if args.command == "deps":
             return _deps(args)
+        if args.command == "effects":
+            return _effects(args)
         return run(args.stage, args.params, args.root)
     except (ConfigError, InputError, TableValidationError, ValueError, FileNotFoundError) as exc:
         print(f"judgeaudit: error: {exc}", file=sys.stderr)
         return 2
+
+
+def _effects(args: argparse.Namespace) -> int:
+    from collections import Counter
+
+    from judgeaudit.report.effects import find_effects, lost
+
+    found = find_effects(Path(args.root))
+    if not found:
+        raise FileNotFoundError(f"{args.root}: no <stage>/summary.json with confidence intervals")
+    counts = Counter((e.where.split(":")[0], bool(e.sign)) for e in found.values())
+    for stage in sorted({s for s, _ in counts}):
+        print(f"{stage}: {counts[stage, True]} effects of {counts[stage, True] + counts[stage, False]} intervals")
+    if not args.against:
+        return 0
+    missing = lost(found, find_effects(Path(args.against)))
+    for ref, other in missing:
+        now = "missing" if other is None else f"[{other.ci_low:.3g}, {other.ci_high:.3g}]"
+        print(f"lost: {ref.where}: [{ref.ci_low:.3g}, {ref.ci_high:.3g}] -> {now}")
+    print(f"{args.against}: {'keeps every effect' if not missing else f'loses {len(missing)} effects'} "
+          f"of {args.root} ({sum(bool(e.sign) for e in found.values())})")
+    return 1 if missing else 0
 
 
 def _deps(args: argparse.Namespace) -> int:

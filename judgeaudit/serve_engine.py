@@ -57,6 +57,9 @@ class EngineProcess:
         threading.Thread(target=self._read, daemon=True, name="judgeaudit-engine-reader").start()
 
     def submit(self, job) -> Future:
+        if not self.process.is_alive():
+            raise HTTPException(503, detail=f"the serving engine has exited (code {self.process.exitcode}); "
+                                            "restart judgeaudit serve")
         with self._pending_lock:
             if len(self._pending) >= self.limits.max_queue:
                 raise HTTPException(503, detail=f"the server is busy: {self.limits.max_queue} requests queued "

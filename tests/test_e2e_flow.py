@@ -178,3 +178,37 @@ def test_rerun_is_served_from_task_cache(tiny_audit):
     states = asyncio.run(generate_task_states())
     generate_states = {k: v for k, v in states.items() if k.startswith("generate-")}
     assert generate_states and set(generate_states.values()) == {"Cached"}
+
+
+def test_effects_of_the_run_and_a_run_that_loses_some(tiny_audit, tmp_path, capsys):
+    """`judgeaudit effects`: the tiny run's findings (the planted leakage among them); the
+    same run against itself keeps them all; a run whose metrics intervals all straddle zero,
+    and that lacks the prefix stage, loses exactly those (exit 1, each named)."""
+    from flows.cli import main
+    from judgeaudit.report.effects import find_effects
+
+    _, root = tiny_audit
+    found = find_effects(root)
+    metrics = [e for e in found.values() if e.where.startswith("metrics:") and e.sign]
+    prefix = [e for e in found.values() if e.where.startswith("prefix:") and e.sign]
+    assert metrics and prefix and any(e.sign > 0 and "pls" in e.where for e in metrics)
+    assert main(["effects", str(root), "--against", str(root)]) == 0
+    assert "keeps every effect" in capsys.readouterr().out
+
+    def straddle(node):
+        if isinstance(node, dict):
+            return {k: -1.0 if k.endswith("ci_low") else 1.0 if k.endswith("ci_high") else straddle(v)
+                    for k, v in node.items()}
+        return [straddle(v) for v in node] if isinstance(node, list) else node
+
+    for summary in root.glob("*/summary.json"):
+        if summary.parent.name != "prefix":
+            (tmp_path / summary.parent.name).mkdir()
+            content = json.loads(summary.read_text())
+            if summary.parent.name == "metrics":
+                content = straddle(content)
+            (tmp_path / summary.parent.name / "summary.json").write_text(json.dumps(content))
+    assert main(["effects", str(root), "--against", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert out.count("lost: metrics:") == len(metrics) and out.count("lost: prefix:") == len(prefix)
+    assert out.count("lost: ") == len(metrics) + len(prefix)

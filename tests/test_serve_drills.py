@@ -153,6 +153,10 @@ def test_the_engine_process_batches_and_gives_the_same_text(tiny_lm):
         assert max(stats["batches"]) > 1 and stats["reused_tokens"] > 0  # batched, the template's opening cached
         r = httpx.post(url, json={"model": "tiny", "prompt": "Q: Hi\nA:", "max_tokens": 2, "temperature": 5})
         assert r.status_code == 400 and "temperature" in r.json()["error"]["message"]  # checked before the engine
+        app.state.batcher.process.kill()  # the engine dies: one clear line, not a traceback
+        app.state.batcher.process.join()
+        r = httpx.post(url, json={"model": "tiny", "prompt": "Q: Hi\nA:", "max_tokens": 2})
+        assert r.status_code == 503 and "engine has exited" in r.json()["error"]["message"]
     finally:
         srv.should_exit = True
         thread.join(timeout=10)

@@ -9,8 +9,10 @@ each keeps its own positions, so a row decodes exactly as it would alone (up to 
 floating-point noise of batched kernels). Its layers hold their keys and values in buffers
 sized, when rows join or leave, for the longest of them to finish: a decoding step writes
 its token in place, where the dynamic cache would copy the whole cache (``torch.cat``,
-which took 40% of a step at 16 rows). Greedy means the arg-max of the model's raw
-logits, which is what temperature 0 asks of an OpenAI-style endpoint.
+which took 40% of a step at 16 rows). A one-entry prefix cache keeps the keys and values
+of the last prompt prefilled without a hit: the tokens later prompts share with it (a
+judge template's opening) are not computed again. Greedy means the arg-max of the model's
+raw logits, which is what temperature 0 asks of an OpenAI-style endpoint.
 """
 
 from __future__ import annotations

@@ -1,0 +1,75 @@
+"""The effects a run's audits find, and the ones another run loses: every confidence
+interval in the stages' summaries (``<root>/<stage>/summary.json``) that excludes zero,
+with its sign. A smaller or faster configuration keeps the findings when every effect of
+the reference run is still there with the same sign (``lost``): the check to run before
+shrinking the default run.
+
+Intervals are found by their keys: ``ci_low``/``ci_high`` (the estimate beside them as
+``estimate``, ``pls``, ``accuracy`` or ``flip_rate``) or ``<name>_ci_low``/``<name>_ci_high`` (the estimate as
+``<name>``). A row of a list is named by its text fields (judge, attack, tier...), so the
+same row is matched across runs whatever its position.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Effect:
+    where: str  # "<stage>: <key path>[<row>].<name>"
+    estimate: float | None
+    ci_low: float
+    ci_high: float
+    n: int | None
+
+    @property
+    def sign(self) -> int:
+        """+1 or -1 when the interval excludes zero on that side, else 0."""
+        return 1 if self.ci_low > 0 else -1 if self.ci_high < 0 else 0
+
+
+def _row_name(row: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(row.items()) if isinstance(v, str))
+
+
+def _intervals(node: object, path: str) -> Iterator[tuple[str, dict, str]]:
+    """(path, the dict holding an interval, the interval's name: "" or "<name>_")."""
+    if isinstance(node, dict):
+        for key in node:
+            if key.endswith("ci_low") and key[:-len("ci_low")] + "ci_high" in node:
+                yield path, node, key[:-len("ci_low")]
+        for key, value in node.items():
+            yield from _intervals(value, f"{path}/{key}" if path else str(key))
+    elif isinstance(node, list):
+        for k, item in enumerate(node):
+            name = _row_name(item) if isinstance(item, dict) else ""
+            yield from _intervals(item, f"{path}[{name or k}]")
+
+
+def find_effects(root: Path) -> dict[str, Effect]:
+    """Every interval of every stage summary under ``root``, by where it is (the ones that
+    include zero too: ``Effect.sign`` is 0 for them)."""
+    effects: dict[str, Effect] = {}
+    for summary in sorted(Path(root).glob("*/summary.json")):
+        stage = summary.parent.name
+        for path, holder, name in _intervals(json.loads(summary.read_text()), ""):
+            low, high = holder[f"{name}ci_low"], holder[f"{name}ci_high"]
+            if not all(isinstance(x, (int, float)) for x in (low, high)):
+                continue
+            names = [name[:-1]] if name else ["estimate", "pls", "accuracy", "flip_rate"]
+            estimate = next((holder[k] for k in names if isinstance(holder.get(k), (int, float))), None)
+            n = holder.get("n", holder.get("n_pairs", holder.get("n_items")))
+            where = f"{stage}: {path}" + (f".{name[:-1]}" if name else "")
+            effects[where] = Effect(where, estimate, float(low), float(high), n if isinstance(n, int) else None)
+    return effects
+
+
+def lost(reference: dict[str, Effect], other: dict[str, Effect]) -> list[tuple[Effect, Effect | None]]:
+    """The reference's effects (intervals excluding zero) that ``other`` does not find with
+    the same sign: (the reference's, the other's or None where it is missing)."""
+    return [(ref, other.get(where)) for where, ref in sorted(reference.items())
+            if ref.sign and (where not in other or other[where].sign != ref.sign)]
