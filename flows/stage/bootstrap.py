@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import queue
 from pathlib import Path
 
 import pandas as pd
@@ -41,16 +42,28 @@ def bootstrap_flow(params_path: str = "params.yaml", root: str = "data") -> list
     summaries = []
     if built:
         tok = Path(build_tokenizer(params, layout.tokenizer))
-        pending = list(built)
+        done: dict[str, dict] = {}
+        finished: queue.SimpleQueue = queue.SimpleQueue()
+
+        def submit(runner, names: list[str]) -> dict:
+            running = {}
+            for name in sorted(names, key=lambda n: -bootstrap.build_cost(params, n)):  # longest first
+                parent = params.models[name].build.init_from
+                future = runner.submit(build_model, dict(params=params, name=name, out=layout.models / name,
+                                                         depends_on=layout.models / parent if parent else tok))
+                future.add_done_callback(finished.put)
+                running[future] = name
+            return running
+
         with parallel(params.scale) as runner:
-            while pending:  # parents before the models inherited from them; a wave at a time
-                ready = [n for n in pending if params.models[n].build.init_from not in pending]
-                futures = [runner.submit(build_model, dict(
-                    params=params, name=name, out=layout.models / name,
-                    depends_on=layout.models / parent if (parent := params.models[name].build.init_from) else tok))
-                    for name in ready]
-                summaries += [f.result() for f in futures]
-                pending = [n for n in pending if n not in ready]
+            # each model as soon as its parent is built (not a wave at a time), the longest first
+            running = submit(runner, [n for n in built if params.models[n].build.init_from not in built])
+            while running:
+                future = finished.get()
+                done[running.pop(future)] = future.result()
+                running |= submit(runner, [n for n in built if n not in done and n not in running.values()
+                                           and params.models[n].build.init_from in done])
+        summaries = [done[n] for n in built]  # params order, as before
     write(prompts, layout.prompts)
     write_json(summaries, layout.models / "_summary.json")
     return summaries

@@ -34,11 +34,13 @@ def prefix_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
     if unconfigured(params.prefix, layout.prefix):
         return {}
     units = prefix.prefix_units(params)
+    # the longest first: the two workers then finish together (the tables keep params order)
+    longest = sorted(units, key=lambda u: -prefix.unit_cost(params, *u, layout.models))
     with parallel(params.scale) as runner:
-        futures = [runner.submit(prefix_unit, dict(
+        futures = {(source, base): runner.submit(prefix_unit, dict(
             params=params, source=source, base=base, base_dir=Path(params.spec_for(base, layout.models).path),
-            models_dir=layout.models, out=layout.prefix / f"rm-{source}-{base}")) for source, base in units]
-        matrices, summary = prefix.prefix_summary(params, [f.result() for f in futures])
+            models_dir=layout.models, out=layout.prefix / f"rm-{source}-{base}")) for source, base in longest}
+        matrices, summary = prefix.prefix_summary(params, [futures[u].result() for u in units])
     keep = {f"rm-{source}-{base}" for source, base in units}
     for stale in layout.prefix.glob("rm-*"):  # reward models of an earlier config or layout
         if stale.is_dir() and stale.name not in keep:

@@ -8,6 +8,7 @@ import pandas as pd
 from prefect import flow, task
 
 from flows.common import publish, unconfigured
+from flows.runners import parallel
 from judgeaudit.config import Params, load_params
 from judgeaudit.pipeline import pu_default
 from judgeaudit.layout import Layout
@@ -20,9 +21,10 @@ from tasks.io import write
 
 @task(cache_policy=artifact_cache(("seed", "corpus", "audit", "pu", "judge", "leakage", "attacks", *MODELS)),
       **LOAD)
-def pu_audit(params: Params, models_dir: Path, root: str) -> tuple[pd.DataFrame, ...]:
-    """``models_dir``: the judges and encoders, whose content keys the cache."""
-    return pu_default.pu_stage(params, Layout(Path(root)))
+def pu_audit(params: Params, models_dir: Path, root: str, judges: list[str]) -> tuple[pd.DataFrame, ...]:
+    """The stage's tables for ``judges``; ``models_dir``: the judges and encoders, whose
+    content keys the cache."""
+    return pu_default.pu_stage(params, Layout(Path(root)), judges)
 
 
 @flow(name="pu")
@@ -31,7 +33,12 @@ def pu_flow(params_path: str = "params.yaml", root: str = "data") -> dict:
     params, layout = load_params(params_path), Layout(Path(root))
     if unconfigured(params.pu, layout.pu):
         return {}
-    table, verdicts, items, sens, encoders = pu_audit(params, layout.models, str(layout.root))
+    groups = pu_default.judge_groups(params, layout, params.scale.processes)
+    with parallel(params.scale) as runner:  # the judges in groups, side by side
+        futures = [runner.submit(pu_audit, dict(params=params, models_dir=layout.models, root=str(layout.root),
+                                                judges=group)) for group in groups]
+        parts = [f.result() for f in futures]
+    table, verdicts, items, sens, encoders = pu_default.merge_parts(parts, params, layout)
     table = publish(table, "pu_consistency", "pu", layout.pu / "consistency.parquet", layout)
     for frame, name in ((verdicts, "verdicts"), (items, "items"), (sens, "sensitivity"), (encoders, "encoders")):
         write(frame, layout.pu / f"{name}.parquet")

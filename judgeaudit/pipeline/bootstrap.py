@@ -55,6 +55,19 @@ def build_tokenizer(params: Params, layout: Layout) -> Path:
     return layout.tokenizer
 
 
+def build_cost(params: Params, name: str) -> float:
+    """Model ``name``'s relative training cost (epochs x the weights a step updates), to
+    start the longest builds first."""
+    build = params.models[name].build
+    root = name
+    while params.models[root].build.init_from:  # an inherited model has its parent's size
+        root = params.models[root].build.init_from
+    size = params.embedded.sizes[params.models[root].build.size]
+    epochs = params.embedded.pretrain.epochs if build.epochs is None else build.epochs
+    per_layer = 4 * size.hidden ** 2 + 3 * size.hidden * size.intermediate
+    return epochs * (size.layers * per_layer + params.embedded.vocab_size * size.hidden)
+
+
 def build_model(params: Params, name: str, layout: Layout) -> dict:
     """Train model ``name`` as its ``build`` entry says (from scratch, or further from a parent)."""
     from transformers import AutoTokenizer

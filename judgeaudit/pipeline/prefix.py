@@ -103,6 +103,16 @@ def prefix_units(params: Params) -> list[tuple[str, str]]:
             for base in (cfg.all_bases if source == "synthetic" or cfg.hh_rlhf.every_base else [cfg.base])]
 
 
+def unit_cost(params: Params, source: str, base: str, models_dir: Path) -> float:
+    """A unit's relative cost, to start the longest first: its items times its base's
+    weight bytes (1 for a base with no local weights)."""
+    cfg = params.prefix
+    n = cfg.hh_rlhf.n_items if source == "hh-rlhf" else cfg.n_items
+    path = Path(params.spec_for(base, models_dir).path)
+    size = sum(f.stat().st_size for f in path.glob("*.safetensors")) if path.is_dir() else 0
+    return n * max(size, 1)
+
+
 def prefix_unit(params: Params, source: str, base: str, models_dir: Path, out: Path) -> tuple[pd.DataFrame, list[dict]]:
     """(omega and alpha matrices, summary rows) of one (source, base): the base judging
     zero-shot (its fingerprint), the baseline RM, and per group an RM augmented with that

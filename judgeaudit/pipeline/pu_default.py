@@ -11,6 +11,7 @@ the attack cost.
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -54,13 +55,29 @@ def decisive_verdicts(judgments: pd.DataFrame) -> pd.Series:
     return pd.Series([one_verdict(a, swap.get(b, b)) for a, b in zip(wide["AB"], wide["BA"])], index=wide.index)
 
 
-def judged_frames(params: Params, layout: Layout) -> tuple[dict[tuple[str, str], pd.DataFrame], pd.DataFrame]:
+def judge_groups(params: Params, layout: Layout, n: int) -> list[list[str]]:
+    """The roster's judges dealt into at most ``n`` groups of about equal work (the
+    largest models dealt first), each an independent part of the stage."""
+    entries = resolve.judges(params, layout.models)
+    weight = {e.name: sum(f.stat().st_size for f in Path(e.spec.path).glob("*.safetensors"))
+              if Path(e.spec.path).is_dir() else 0 for e in entries}
+    groups: list[list[str]] = [[] for _ in range(max(1, min(n, len(entries))))]
+    for name in sorted(weight, key=lambda j: -weight[j]):
+        min(groups, key=lambda g: sum(weight[j] for j in g)).append(name)
+    return groups
+
+
+def judged_frames(params: Params, layout: Layout, judges: list[str] | None = None
+                  ) -> tuple[dict[tuple[str, str], pd.DataFrame], pd.DataFrame]:
     """({(judge, condition): the pairs a judge decided, clean and after each attack on the
-    response it made lose, with the clean verdict beside}, per-pair verdicts of all)."""
+    response it made lose, with the clean verdict beside}, per-pair verdicts of all);
+    ``judges``: those of the roster only."""
     pairs = known_quality_pairs(params)
     rewriter = resolve.rewriter(params, layout.models)
     frames, verdict_rows = {}, []
     for entry in resolve.judges(params, layout.models):
+        if judges is not None and entry.name not in judges:
+            continue
         judge, model = entry.name, load_judge(entry)
         clean = decisive_verdicts(judge_pairs(entry, pairs, params.judge, params.seed, progress=False, model=model))
         conditions = {"clean": (pairs, clean)}
@@ -121,14 +138,15 @@ def audit_frames(frames: dict[tuple[str, str], pd.DataFrame], encoder: Encoder, 
     return cat(tables), cat(items), cat(sens)
 
 
-def pu_stage(params: Params, layout: Layout) -> tuple[pd.DataFrame, ...]:
+def pu_stage(params: Params, layout: Layout, judges: list[str] | None = None) -> tuple[pd.DataFrame, ...]:
     """(consistency per judge x condition x question type, per-pair verdicts, per-item
     PU results of every split, sensitivity to p_ratio and the transport fraction, the
-    overall consistency under each compared encoder)."""
+    overall consistency under each compared encoder); ``judges``: those of the roster
+    only (a part of the stage: ``merge_parts`` joins them)."""
     cfg = params.pu
     pu_cfg = PUConfig(p_ratio=cfg.p_ratio, eta=cfg.eta, n_splits=cfg.splits, seed=params.seed)
     stats = dict(n_boot=params.audit.n_boot, confidence=params.audit.confidence, seed=params.seed)
-    frames, verdicts = judged_frames(params, layout)
+    frames, verdicts = judged_frames(params, layout, judges)
     table, items, sens = audit_frames(frames, Encoder(cfg.encoder), pu_cfg, stats)
     compared = [table[table.qtype == "all"].assign(encoder=f"{cfg.encoder} (mean)")]
     for choice in cfg.compare_encoders:
@@ -136,6 +154,22 @@ def pu_stage(params: Params, layout: Layout) -> tuple[pd.DataFrame, ...]:
         other, _, _ = audit_frames(frames, Encoder(path, pooling=choice.pooling), pu_cfg, stats, details=False)
         compared.append(other[other.qtype == "all"].assign(encoder=f"{choice.name} ({choice.pooling})"))
     return table, verdicts, items, sens, pd.concat(compared, ignore_index=True)
+
+
+def merge_parts(parts: list[tuple[pd.DataFrame, ...]], params: Params, layout: Layout) -> tuple[pd.DataFrame, ...]:
+    """``pu_stage``'s tables from its parts (one per group of judges), rows in the order
+    the whole stage gives them: per encoder (the compared table), then per roster judge."""
+    order = {e.name: k for k, e in enumerate(resolve.judges(params, layout.models))}
+    merged = []
+    for frames in zip(*parts):
+        frame = pd.concat(frames, ignore_index=True)
+        key = frame["judge"].map(order).to_numpy()
+        if "encoder" in frame:
+            encoders = {e: k for k, e in enumerate(dict.fromkeys(frame["encoder"]))}
+            key = key + len(order) * frame["encoder"].map(encoders).to_numpy()
+        # stable: the rows of one judge keep their order
+        merged.append(frame.iloc[np.argsort(key, kind="stable")].reset_index(drop=True))
+    return tuple(merged)
 
 
 def attack_flip_rates(verdicts: pd.DataFrame, *, n_boot: int, confidence: float, seed: int) -> pd.DataFrame:

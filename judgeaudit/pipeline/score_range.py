@@ -54,6 +54,11 @@ def scoring_rows(params: Params, model, favourite: int | None, seed: int) -> lis
     return rows
 
 
+def scorer_dir(layout: Layout, name: str) -> Path:
+    """Where model ``name`` is fine-tuned to score."""
+    return layout.score_range / "scorers" / name
+
+
 def scorer_spec(params: Params, pair: ScoreJudge, role: str, layout: Layout) -> ModelSpec:
     """The spec of ``pair``'s main or assistant, fine-tuned to score when the pair asks."""
     name = getattr(pair, role)
@@ -61,7 +66,7 @@ def scorer_spec(params: Params, pair: ScoreJudge, role: str, layout: Layout) -> 
     if not pair.fine_tune:
         return spec
     cfg = params.score_range
-    out = layout.score_range / "scorers" / name
+    out = scorer_dir(layout, name)
     args = cfg.train if role == "main" or cfg.assistant_train is None else cfg.assistant_train
     rows = scoring_rows(params, load_model(spec, name=name), pair.favourite, params.seed + 31)
     sft(spec.path, spec.path, rows, out, args, params.seed, spec.max_length)
@@ -88,21 +93,46 @@ def sources(params: Params) -> tuple[dict[str, tuple[pd.DataFrame, list]], dict]
     return found, notes
 
 
-def score_range_stage(params: Params, layout: Layout, progress: bool = True
+def _pairs(found: dict[str, tuple[pd.DataFrame, list]]) -> list[ScoreJudge]:
+    every = [p for _, ps in found.values() for p in ps]
+    return [p for k, p in enumerate(every) if p not in every[:k]]
+
+
+def scorers_to_train(params: Params) -> list[tuple[ScoreJudge, str]]:
+    """(pair, role) of each scorer the stage fine-tunes, mains first (the larger models):
+    what can be trained side by side before the audit."""
+    pairs = [p for p in _pairs(sources(params)[0]) if p.fine_tune]
+    return [(p, role) for role in ("main", "assistant") for p in pairs]
+
+
+def score_range_pairs(params: Params) -> list[ScoreJudge]:
+    """The (judge, assistant) pairs the stage audits, each once, in params order."""
+    return _pairs(sources(params)[0])
+
+
+def score_range_stage(params: Params, layout: Layout, progress: bool = True,
+                      trained: dict[str, ModelSpec] | None = None, only: list[int] | None = None
                       ) -> tuple[pd.DataFrame, pd.DataFrame, dict, pd.DataFrame]:
     """(per-item scores, correlation table, summary with the chosen lambda/t and the
     favoured-score evidence per source, (judge, assistant) and range, the dev-split
-    (lambda, t) grid of each)."""
+    (lambda, t) grid of each). ``trained``: scorers already fine-tuned, by name (the
+    others are fine-tuned here when their pair asks); ``only``: those pairs of
+    ``score_range_pairs`` (a part of the stage: ``merge_parts`` joins them)."""
     cfg = params.score_range
     a = params.audit
     found, notes = sources(params)
     score_frames, corr_frames, grids, chosen, favoured = [], [], [], [], []
-    every = [p for k, (_, ps) in enumerate(found.values()) for p in ps]
-    unique = [p for k, p in enumerate(every) if p not in every[:k]]
-    for pair in unique:  # each pair fine-tuned (when asked) and loaded once, for every source it scores
-        main = load_model(scorer_spec(params, pair, "main", layout), name=pair.main, progress=progress)
-        assistant = load_model(scorer_spec(params, pair, "assistant", layout), name=pair.assistant,
-                               progress=progress)
+    trained = trained or {}
+
+    def scorer(pair: ScoreJudge, role: str):
+        name = getattr(pair, role)
+        spec = trained.get(name) or scorer_spec(params, pair, role, layout)
+        return load_model(spec, name=name, progress=progress)
+
+    for k, pair in enumerate(_pairs(found)):  # each pair fine-tuned (when asked) and loaded once, for every source
+        if only is not None and k not in only:
+            continue
+        main, assistant = scorer(pair, "main"), scorer(pair, "assistant")
         for source, (items, pairs) in found.items():
             if pair not in pairs:
                 continue
@@ -128,6 +158,16 @@ def score_range_stage(params: Params, layout: Layout, progress: bool = True
     summary = {"chosen": chosen, "favoured": favoured, "histograms": histograms(scores),
                "methods": [*METHODS, ASSISTANT], "n_items": int(cfg.n_items), "levels": LEVELS, "sources": notes}
     return scores, pd.concat(corr_frames, ignore_index=True), summary, pd.concat(grids, ignore_index=True)
+
+
+def merge_parts(parts: list[tuple[pd.DataFrame, pd.DataFrame, dict, pd.DataFrame]]
+                ) -> tuple[pd.DataFrame, pd.DataFrame, dict, pd.DataFrame]:
+    """``score_range_stage``'s outputs from its parts (consecutive pairs each, in order)."""
+    scores, corr, summaries, grids = zip(*parts)
+    scores = pd.concat(scores, ignore_index=True)
+    summary = {**summaries[0], "chosen": [r for s in summaries for r in s["chosen"]],
+               "favoured": [r for s in summaries for r in s["favoured"]], "histograms": histograms(scores)}
+    return scores, pd.concat(corr, ignore_index=True), summary, pd.concat(grids, ignore_index=True)
 
 
 def histograms(scores: pd.DataFrame) -> list[dict]:
