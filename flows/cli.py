@@ -309,9 +309,11 @@ def _effects(args: argparse.Namespace) -> int:
     if not args.against:
         return 0
     missing = lost(found, find_effects(Path(args.against)))
+    def shown(e) -> str:
+        return f"[{e.ci_low:.3g}, {e.ci_high:.3g}]" + (f" (n={e.n})" if e.n is not None else "")
+
     for ref, other in missing:
-        now = "missing" if other is None else f"[{other.ci_low:.3g}, {other.ci_high:.3g}]"
-        print(f"lost: {ref.where}: [{ref.ci_low:.3g}, {ref.ci_high:.3g}] -> {now}")
+        print(f"lost: {ref.where}: {shown(ref)} -> {'missing' if other is None else shown(other)}")
     print(f"{args.against}: {'keeps every effect' if not missing else f'loses {len(missing)} effects'} "
           f"of {args.root} ({sum(bool(e.sign) for e in found.values())})")
     return 1 if missing else 0

@@ -83,6 +83,7 @@ class _Job:
     arrived: float = field(default_factory=time.monotonic)
     id: int = -1  # the engine process's handle for it
 
+
 class Batcher:
     """One worker thread. Greedy requests decode in one running batch per model
     (continuous batching, ``judgeaudit.models.continuous``): at every step the waiting
@@ -254,10 +255,14 @@ def make_app(models: dict[str, TransformersModel], limits: ServeLimits | None = 
     """The ASGI app serving ``models`` by name, its requests batched as they wait.
     ``engine``: "thread" decodes in a thread of this process; "process" in a process of
     its own (``judgeaudit.serve_engine``), which loads its own copy of each model from its
-    spec and uses ``engine_threads`` torch threads (None: all cores but one, at least one)."""
+    spec and uses ``engine_threads`` torch threads (None: all cores but one, at least one;
+    the thread engine shares this process's threads, so it takes none)."""
     limits = limits or ServeLimits()
     if engine not in ("thread", "process"):
         raise ValueError(f"engine: 'thread' or 'process' (got {engine!r})")
+    if engine == "thread" and engine_threads is not None:
+        raise ValueError("engine_threads applies to the process engine only (the thread engine uses "
+                         "this process's torch threads)")
     app = FastAPI(title="judgeaudit serve")
     if engine == "process":
         from judgeaudit.serve_engine import EngineProcess

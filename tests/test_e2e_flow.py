@@ -212,3 +212,4 @@ def test_effects_of_the_run_and_a_run_that_loses_some(tiny_audit, tmp_path, caps
     out = capsys.readouterr().out
     assert out.count("lost: metrics:") == len(metrics) and out.count("lost: prefix:") == len(prefix)
     assert out.count("lost: ") == len(metrics) + len(prefix)
+    assert out.count("(n=") >= 2 * sum(e.n is not None for e in metrics)  # every figure with its n, both runs

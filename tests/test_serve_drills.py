@@ -37,7 +37,7 @@ def _serve(models: dict, limits: ServeLimits, engine: str = "thread"):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    app = make_app(models, limits, engine=engine, engine_threads=1)
+    app = make_app(models, limits, engine=engine, engine_threads=1 if engine == "process" else None)
     srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
@@ -162,6 +162,12 @@ def test_the_engine_process_batches_and_gives_the_same_text(tiny_lm):
         thread.join(timeout=10)
         app.state.batcher.close()
     assert not app.state.batcher.process.is_alive()
+
+
+def test_engine_threads_are_refused_for_the_thread_engine(tiny_lm):
+    """They used to be ignored silently: the thread engine decodes on this process's threads."""
+    with pytest.raises(ValueError, match="process engine only"):
+        make_app({"tiny": tiny_lm}, engine="thread", engine_threads=1)
 
 
 def test_the_queue_is_bounded(tiny_lm):
