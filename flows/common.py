@@ -8,37 +8,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from flows.registry import WRITTEN_BY, stage
+from flows.registry import missing_message
 from judgeaudit.layout import Layout
 from judgeaudit.tables import read_table, write_json
 from tasks.io import validate, write
 
 
-def table_path(table: str, layout: Layout) -> Path:
-    return {"prompts": layout.prompts, "synthetic": layout.synthetic, "student_index": layout.student_index,
-            "responses": layout.responses, "judgments": layout.judgments,
-            "win_rates": layout.metrics / "win_rates.parquet", "pls": layout.metrics / "pls.parquet"}[table]
-
-
-def _missing(path: Path, table: str, layout: Layout) -> str:
-    by = WRITTEN_BY[table]
-    return (f"{path}: no {table} table under {layout.root}; the {by!r} stage writes it: "
-            f"run `dvc repro {by}` (or `judgeaudit run {by} --root {layout.root}`) first")
-
-
-def missing_upstream(name: str, root: str | Path) -> str | None:
-    """What stage ``name`` reads and is not there yet, with the stage to run first; None if all is there."""
-    layout = Layout(Path(root))
-    for table in stage(name).reads:
-        if not table_path(table, layout).is_file():
-            return _missing(table_path(table, layout), table, layout)
-    return None
-
-
 def upstream(path: Path, table: str, layout: Layout, required: tuple[str, ...] = ()) -> pd.DataFrame:
     """An upstream table; absent, an error that names the stage to run first."""
     if not path.is_file():
-        raise FileNotFoundError(_missing(path, table, layout))
+        raise FileNotFoundError(missing_message(path, table, layout))
     return read_table(path, required)
 
 

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from judgeaudit.layout import Layout
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,27 @@ def stage(name: str) -> Stage:
         if s.name == name:
             return s
     raise KeyError(f"no stage {name!r}; the stages are {', '.join(NAMES)}")
+
+
+def table_path(table: str, layout: Layout) -> Path:
+    return {"prompts": layout.prompts, "synthetic": layout.synthetic, "student_index": layout.student_index,
+            "responses": layout.responses, "judgments": layout.judgments,
+            "win_rates": layout.metrics / "win_rates.parquet", "pls": layout.metrics / "pls.parquet"}[table]
+
+
+def missing_message(path: Path, table: str, layout: Layout) -> str:
+    by = WRITTEN_BY[table]
+    return (f"{path}: no {table} table under {layout.root}; the {by!r} stage writes it: "
+            f"run `dvc repro {by}` (or `judgeaudit run {by} --root {layout.root}`) first")
+
+
+def missing_upstream(name: str, root: str | Path) -> str | None:
+    """What stage ``name`` reads and is not there yet, with the stage to run first; None if all is there."""
+    layout = Layout(Path(root))
+    for table in stage(name).reads:
+        if not table_path(table, layout).is_file():
+            return missing_message(table_path(table, layout), table, layout)
+    return None
 
 
 def load_flow(name: str | None) -> Any:

@@ -39,16 +39,16 @@ def run(stage: str | None, params_path: str, root: str) -> int:
         from judgeaudit.pipeline.bootstrap import make_prompts
 
         make_prompts(params)
-    from flows.server import exit_on_sigterm, prefect_api, reserve_api_url
+    from flows.registry import load_flow, missing_upstream
+
+    if stage and (missing := missing_upstream(stage, root)):
+        raise FileNotFoundError(missing)  # said before any server starts
+    from flows.server import exit_on_sigterm, launch, prefect_api, reserve_api_url, stop
 
     reserved = reserve_api_url()  # before anything imports Prefect
+    # the server's start is the stage's critical path: launched before any heavy import
+    server = launch(reserved) if reserved else None
     try:
-        from flows.common import missing_upstream
-        from flows.registry import load_flow
-
-        if stage and (missing := missing_upstream(stage, root)):
-            raise FileNotFoundError(missing)  # said before any server starts
-
         exit_on_sigterm()
         from judgeaudit.tables import remove_leftovers
 
@@ -63,9 +63,11 @@ def run(stage: str | None, params_path: str, root: str) -> int:
 
             warm_up()  # Great Expectations' import and context: 4 s per stage otherwise
 
-        with prefect_api(reserved, meanwhile=meanwhile):
+        with prefect_api(reserved, meanwhile=meanwhile, server=server):
             result = loaded[0](params_path=params_path, root=root)
     finally:
+        if server is not None:
+            stop(server)  # stopped already, unless something failed before prefect_api took it
         if reserved:
             os.environ.pop("PREFECT_API_URL", None)
     shown = f"{len(result)} results" if isinstance(result, (list, dict)) else result

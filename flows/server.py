@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib.util
 import os
 import signal
 import socket
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from urllib.parse import urlsplit
 
 _PR_SET_PDEATHSIG = 1
@@ -47,31 +49,39 @@ def reserve_api_url() -> str | None:
     return url
 
 
+def launch(url: str, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """A temporary Prefect server starting on ``url`` (its API, ``.../api``), without
+    importing Prefect here: that import takes a second the server's own start need not
+    wait for. It dies with this process, whatever kills it."""
+    app_dir = Path(importlib.util.find_spec("prefect").origin).parent.parent
+    return subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "--app-dir", str(app_dir), "--factory",
+         "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(urlsplit(url).port),
+         "--log-level", "error", "--lifespan", "on"],
+        env={**os.environ, **(env or {}), "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1"},
+        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+
+
 @contextlib.contextmanager
 def prefect_api(reserved: str | None = None, startup_timeout_s: float = 180.0,
-                meanwhile: Callable[[], object] | None = None) -> Iterator[str]:
+                meanwhile: Callable[[], object] | None = None,
+                server: subprocess.Popen | None = None) -> Iterator[str]:
     """Yield the API URL; a temporary server started here (on ``reserved``, from
-    ``reserve_api_url``, or a free port) is stopped on the way out and dies with this
-    process if it is killed. ``meanwhile`` (e.g. importing the stage's code) runs while the
-    server starts: on two cores the two overlap."""
+    ``reserve_api_url``, or a free port), or ``server`` (``launch``ed on ``reserved``
+    already), is stopped on the way out and dies with this process if it is killed.
+    ``meanwhile`` (e.g. importing the stage's code) runs while the server starts: on two
+    cores the two overlap."""
     import httpx
-    import prefect
     from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
 
-    if reserved is None and PREFECT_API_URL.value():
+    if server is None and reserved is None and PREFECT_API_URL.value():
         if meanwhile is not None:
             meanwhile()
         yield PREFECT_API_URL.value()
         return
     url = reserved or f"http://127.0.0.1:{_free_port()}/api"
-    port = urlsplit(url).port
-    env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1",
-           **get_current_settings().to_environment_variables(exclude_unset=True)}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent), "--factory",
-         "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(port),
-         "--log-level", "error", "--lifespan", "on"],
-        env=env, preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+    if server is None:  # the settings of this process (a profile, temporary settings) go with it
+        server = launch(url, get_current_settings().to_environment_variables(exclude_unset=True))
     try:
         if meanwhile is not None:
             meanwhile()
@@ -103,12 +113,19 @@ def prefect_api(reserved: str | None = None, startup_timeout_s: float = 180.0,
             if reserved is None:
                 os.environ.pop("PREFECT_API_URL", None)
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop(server)
+
+
+def stop(server: subprocess.Popen) -> None:
+    """SIGTERM, then SIGKILL after 10 s; nothing if it has exited."""
+    if server.poll() is not None:
+        return
+    server.terminate()
+    try:
+        server.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
 
 
 def _drain() -> None:

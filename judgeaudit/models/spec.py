@@ -39,6 +39,13 @@ class ModelSpec(BaseModel):
     gpu_memory_utilization: float = Field(default=0.85, gt=0, le=1)
     tensor_parallel_size: int = Field(default=1, ge=1)
 
+    @property
+    def weight_bytes(self) -> int:
+        """Bytes of its local safetensors weights (0: none here, a hub id or an endpoint):
+        the relative cost by which the stages start their longest work first."""
+        path = Path(self.path)
+        return sum(f.stat().st_size for f in path.glob("*.safetensors")) if path.is_dir() else 0
+
 
 def require_local(path: str, what: str) -> str:
     """``path`` unless it is plainly a local path (absolute, ``./``, ``~``, or deeper than a

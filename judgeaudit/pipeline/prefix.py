@@ -108,9 +108,7 @@ def unit_cost(params: Params, source: str, base: str, models_dir: Path) -> float
     weight bytes (1 for a base with no local weights)."""
     cfg = params.prefix
     n = cfg.hh_rlhf.n_items if source == "hh-rlhf" else cfg.n_items
-    path = Path(params.spec_for(base, models_dir).path)
-    size = sum(f.stat().st_size for f in path.glob("*.safetensors")) if path.is_dir() else 0
-    return n * max(size, 1)
+    return n * max(params.spec_for(base, models_dir).weight_bytes, 1)
 
 
 def prefix_unit(params: Params, source: str, base: str, models_dir: Path, out: Path) -> tuple[pd.DataFrame, list[dict]]:

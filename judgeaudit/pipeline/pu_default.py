@@ -11,7 +11,6 @@ the attack cost.
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -59,8 +58,7 @@ def judge_groups(params: Params, layout: Layout, n: int) -> list[list[str]]:
     """The roster's judges dealt into at most ``n`` groups of about equal work (the
     largest models dealt first), each an independent part of the stage."""
     entries = resolve.judges(params, layout.models)
-    weight = {e.name: sum(f.stat().st_size for f in Path(e.spec.path).glob("*.safetensors"))
-              if Path(e.spec.path).is_dir() else 0 for e in entries}
+    weight = {e.name: e.spec.weight_bytes for e in entries}
     groups: list[list[str]] = [[] for _ in range(max(1, min(n, len(entries))))]
     for name in sorted(weight, key=lambda j: -weight[j]):
         min(groups, key=lambda g: sum(weight[j] for j in g)).append(name)

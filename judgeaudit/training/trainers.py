@@ -17,6 +17,30 @@ from judgeaudit.tables import atomic_dir
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+def _score_labelled_positions_only() -> None:
+    """trl's fused LM head (SFT and DPO) scores only the positions that carry a label on
+    Triton devices, and every position elsewhere: fixed tile shapes for compilers such as
+    Neuron's. Eager CPU has nothing to recompile, and scoring every position computes the
+    log-probs, entropies and their gradients of every prompt token the loss masks out,
+    which with the one-token completions here (score_range's scores, BOAT's gold letters)
+    was most of the head's work. Same loss and gradients (tests/test_trainers.py); SFT of
+    BOAT's contamination 102 -> 61 s here."""
+    import trl.trainer.utils as fused
+
+    scores_everywhere = fused._use_triton
+    if getattr(scores_everywhere, "judgeaudit", False):
+        return
+
+    def compact(device: torch.device) -> bool:
+        return device.type == "cpu" or scores_everywhere(device)
+
+    compact.judgeaudit, compact.original = True, scores_everywhere
+    fused._use_triton = compact
+
+
+_score_labelled_positions_only()
+
+
 def _common(args: TrainArgs, seed: int, out: Path) -> dict:
     return dict(output_dir=str(out / "_trainer"), num_train_epochs=args.epochs,
                 per_device_train_batch_size=args.batch_size, learning_rate=args.lr,
