@@ -63,3 +63,24 @@ def test_a_resample_as_weights_is_the_resample_as_rows():
         x = _design(rows, cells, controls, np.ones((1, len(rows))))[0]
         np.testing.assert_allclose(got, _sklearn(x, rows["score"].to_numpy(), np.ones(len(rows)), C),
                                    atol=2e-6, rtol=1e-5)
+
+
+def test_finished_problems_leave_the_batch_and_each_keeps_its_own_solution(monkeypatch):
+    """A problem that needs many more Newton steps (a one-sided cell at a weak penalty) does
+    not keep the finished ones in the batch (each later objective evaluation is over it
+    alone), and every problem's solution is the one it gets solved alone."""
+    import judgeaudit.audits.l2_logistic as l2
+
+    x = np.zeros((4, 40, 3))
+    x[:, :20, 0], x[:, 20:, 1], x[:, :, 2] = 1.0, 1.0, np.linspace(-1, 1, 40)
+    y = np.tile(np.r_[np.full(20, 0.75), np.full(20, 0.5)], (4, 1))
+    y[3, :20] = 1.0  # the first cell always wins: far from the start, many more steps
+    pos, neg = y + 1e-9, 1 - y + 1e-9
+    sizes = []
+    objective = l2._objective
+    monkeypatch.setattr(l2, "_objective", lambda xx, *a: sizes.append(len(xx)) or objective(xx, *a))
+    together = fit_l2_logistic(x, pos, neg, 1e4)
+    assert sizes[0] == 4 and sizes[-1] == 1 and sizes.count(1) >= 3, sizes
+    for k in range(4):
+        alone = fit_l2_logistic(x[k], pos[k][None], neg[k][None], 1e4)[0]
+        np.testing.assert_allclose(together[k], alone, rtol=1e-9, atol=1e-9)

@@ -40,24 +40,32 @@ def fit_l2_logistic(x: np.ndarray, pos: np.ndarray, neg: np.ndarray, c: float, *
     scale = torch.clamp(c * (pos_t + neg_t).sum(-1), min=1.0)
     eye = torch.eye(p, dtype=torch.float64)
     f = _objective(x_t, pos_t, neg_t, b, c)
+    # the problems not finished yet and their data: each iteration works on these alone, so a
+    # problem whose gradient stays just above tol at round-off does not keep every finished
+    # one in each iteration's (and each line-search trial's) batch
+    todo, x_a, pos_a, neg_a = torch.arange(n_batch), x_t, pos_t, neg_t
     for _ in range(max_iter):
-        z = torch.einsum("bnp,bp->bn", x_t, b)
+        b_a, f_a = b[todo], f[todo]
+        z = torch.einsum("bnp,bp->bn", x_a, b_a)
         s = torch.sigmoid(z)
-        grad = c * torch.einsum("bnp,bn->bp", x_t, (pos_t + neg_t) * s - pos_t) + b
-        active = grad.abs().amax(-1) > tol * scale
+        grad = c * torch.einsum("bnp,bn->bp", x_a, (pos_a + neg_a) * s - pos_a) + b_a
+        active = grad.abs().amax(-1) > tol * scale[todo]
         if not active.any():
             break
-        h = c * (pos_t + neg_t) * s * (1 - s)
-        hess = torch.einsum("bni,bn,bnj->bij", x_t, h, x_t) + eye
-        step = torch.linalg.solve(hess, grad[..., None])[..., 0] * active[:, None]
+        if not active.all():  # finished problems never restart: the batch only shrinks
+            todo, x_a, pos_a, neg_a, b_a, f_a, s, grad = (
+                v[active] for v in (todo, x_a, pos_a, neg_a, b_a, f_a, s, grad))
+        h = c * (pos_a + neg_a) * s * (1 - s)
+        hess = torch.einsum("bni,bn,bnj->bij", x_a, h, x_a) + eye
+        step = torch.linalg.solve(hess, grad[..., None])[..., 0]
         slope = (grad * step).sum(-1)
-        t = torch.ones(n_batch, dtype=torch.float64)
+        t = torch.ones(len(todo), dtype=torch.float64)
         for _ in range(60):  # backtracking (Armijo) per problem; a full step is almost always taken
-            trial = b - t[:, None] * step
-            f_trial = _objective(x_t, pos_t, neg_t, trial, c)
-            ok = f_trial <= f - 1e-4 * t * slope
+            trial = b_a - t[:, None] * step
+            f_trial = _objective(x_a, pos_a, neg_a, trial, c)
+            ok = f_trial <= f_a - 1e-4 * t * slope
             if ok.all():
                 break
             t = torch.where(ok, t, t / 2)
-        b, f = trial, f_trial  # a finished problem's step is 0: its b and f stay
+        b[todo], f[todo] = trial, f_trial
     return b.numpy()
