@@ -36,7 +36,7 @@ def run(stage: str | None, params_path: str, root: str) -> int:
 
     params = load_params(params_path)  # fail fast, before any server starts
     if stage in (None, "bootstrap") and params.corpus.prompts_file:
-        from judgeaudit.pipeline.bootstrap import make_prompts
+        from judgeaudit.pipeline.prompts import make_prompts
 
         make_prompts(params)
     from flows.registry import load_flow, missing_upstream

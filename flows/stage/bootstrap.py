@@ -11,7 +11,7 @@ from prefect import flow, task
 from flows.runners import parallel
 from tasks.io import validate, write
 from judgeaudit.config import Params, load_params
-from judgeaudit.pipeline import bootstrap
+from judgeaudit.pipeline import bootstrap, prompts
 from judgeaudit.layout import Layout
 from judgeaudit.tables import write_json
 from tasks.cache import LOAD, MODELS, artifact_cache
@@ -19,7 +19,7 @@ from tasks.cache import LOAD, MODELS, artifact_cache
 
 @task(cache_policy=artifact_cache(("seed", "corpus")), persist_result=True)
 def make_prompts(params: Params) -> pd.DataFrame:
-    return bootstrap.make_prompts(params)
+    return prompts.make_prompts(params)
 
 
 @task(cache_policy=artifact_cache(MODELS, output="out"), **LOAD)
