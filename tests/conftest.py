@@ -159,3 +159,12 @@ def tiny_lm(tmp_path_factory):
     sft(model, root / "tok", rows, root / "lm", TrainArgs(epochs=1, lr=3e-3, batch_size=16), seed=0)
     return load_model(ModelSpec(path=str(root / "lm"), chat_template="Q: {prompt}\nA:", batch_size=4),
                       name="tiny")
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on (now): for servers the tests start, or a dead endpoint."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

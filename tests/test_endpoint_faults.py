@@ -6,7 +6,6 @@ rerun resumes instead of starting over."""
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -15,6 +14,7 @@ import pytest
 
 from judgeaudit.models import ModelSpec, load_model
 from judgeaudit.models.openai_api import EndpointError
+from tests.conftest import free_port
 
 
 class Endpoint:
@@ -83,9 +83,7 @@ def test_each_endpoint_fault_is_one_clear_error(endpoint, mode, message):
 
 
 def test_a_dead_endpoint_fails_fast_naming_the_url():
-    with socket.socket() as s:  # a port nobody listens on
-        s.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    url = f"http://127.0.0.1:{free_port()}/v1"  # a port nobody listens on
     start = time.perf_counter()
     with pytest.raises(EndpointError, match=rf"my-judge' at {url}: completion failed: APIConnectionError.*"
                                             "check that the server is running"):

@@ -19,6 +19,7 @@ import pytest
 import uvicorn
 
 from judgeaudit.serve import ServeLimits, make_app
+from tests.conftest import free_port
 
 
 class _Broken:
@@ -34,9 +35,7 @@ class _Broken:
 
 
 def _serve(models: dict, limits: ServeLimits, engine: str = "thread"):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     app = make_app(models, limits, engine=engine, engine_threads=1 if engine == "process" else None)
     srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
     thread = threading.Thread(target=srv.run, daemon=True)

@@ -5,7 +5,6 @@ tests/test_serve_drills.py.)"""
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,12 +12,7 @@ from pathlib import Path
 
 import httpx
 
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
+from tests.conftest import free_port
 
 _SERVER = """
 import sys, uvicorn
@@ -43,7 +37,7 @@ def test_the_engine_ends_with_its_server_even_on_sigkill(tiny_lm, tmp_path):
     script = tmp_path / "server.py"
     script.write_text(_SERVER)
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        port = _port()
+        port = free_port()
         server = subprocess.Popen([sys.executable, str(script), tiny_lm.spec.path, str(port)],
                                   stdout=subprocess.PIPE, text=True)
         try:

@@ -4,7 +4,6 @@ same greedy text, same completion log-probs as the transformers backend."""
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 
@@ -15,15 +14,14 @@ import uvicorn
 from judgeaudit.models import ModelSpec, load_model
 from judgeaudit.models.openai_api import EndpointError, candidate_logprobs
 from judgeaudit.serve import ServeLimits, make_app
+from tests.conftest import free_port
 
 PROMPTS = ["What is 2 plus 3?", "What is the capital of Peru?", "What colour is snow?"]
 
 
 @pytest.fixture(scope="module")
 def server(tiny_lm):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     # --truncate: the local model cuts long prompts from the left, and so must the server to match it
     srv = uvicorn.Server(uvicorn.Config(make_app({"tiny": tiny_lm}, ServeLimits(truncate=True)), host="127.0.0.1", port=port,
                                         log_level="warning"))
@@ -109,9 +107,7 @@ def test_serve_command_end_to_end(tiny_lm, tiny_params_file, tmp_path):
     params = yaml.safe_load(tiny_params_file.read_text())
     params["models"]["gen-f"] = {"spec": {"path": tiny_lm.spec.path, "chat_template": "Q: {prompt}\nA:"}}
     tiny_params_file.write_text(yaml.safe_dump(params))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "serve", "gen-f", "--params", str(tiny_params_file),
                              "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
