@@ -26,13 +26,25 @@ ROOT = Path(__file__).resolve().parents[1]
 RUNNING = re.compile(r"Running stage '([^']+)'")
 
 
-def timed_repro(repo: Path, dvc_args: list[str]) -> tuple[list[tuple[str, float]], float, int]:
-    """(seconds per stage that ran, in order; total seconds; exit status) of one `dvc repro`,
-    its log passed through."""
+def busy_seconds() -> float:
+    """CPU seconds this machine has spent busy, all cores (/proc/stat; 0 where there is none):
+    over a stage, busy seconds / wall seconds = the cores it kept busy on an idle machine."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except OSError:
+        return 0.0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def timed_repro(repo: Path, dvc_args: list[str]) -> tuple[list[tuple[str, float, float]], float, int]:
+    """([(stage, wall seconds, cores busy)] for each stage that ran, in order; total seconds;
+    exit status) of one `dvc repro`, its log passed through."""
     dvc = Path(sys.executable).with_name("dvc")
     env = {**os.environ, "PYTHONPATH": str(repo)}  # the repo's own code, not this checkout's
     started = mark = time.monotonic()
-    stages: list[tuple[str, float]] = []
+    busy_mark = busy_seconds()
+    stages: list[tuple[str, float, float]] = []
     current = None
     proc = subprocess.Popen([str(dvc), "repro", *dvc_args], cwd=repo, env=env, text=True, bufsize=1,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -40,14 +52,14 @@ def timed_repro(repo: Path, dvc_args: list[str]) -> tuple[list[tuple[str, float]
     for line in proc.stdout:
         sys.stdout.write(line)
         if match := RUNNING.search(line):
-            now = time.monotonic()
+            now, busy = time.monotonic(), busy_seconds()
             if current:
-                stages.append((current, now - mark))
-            current, mark = match.group(1), now
+                stages.append((current, now - mark, (busy - busy_mark) / max(now - mark, 1e-9)))
+            current, mark, busy_mark = match.group(1), now, busy
     status = proc.wait()
-    end = time.monotonic()
+    end, busy = time.monotonic(), busy_seconds()
     if current:
-        stages.append((current, end - mark))
+        stages.append((current, end - mark, (busy - busy_mark) / max(end - mark, 1e-9)))
     return stages, end - started, status
 
 
@@ -72,10 +84,11 @@ def main() -> int:
             print(f"dvc repro exited {status}", file=sys.stderr)
             return status
         _, again, status = timed_repro(repo, [])
-        print("\n| stage | seconds | share |\n| --- | --- | --- |")
-        for name, seconds in sorted(stages, key=lambda s: -s[1]):
-            print(f"| {name} | {seconds:.0f} | {seconds / total:.0%} |")
-        print(f"| **all {len(stages)} stages** | **{total:.0f}** ({total / 60:.1f} min) | |")
+        print(f"\n| stage | seconds | share | cores busy (of {os.cpu_count()}) |\n| --- | --- | --- | --- |")
+        for name, seconds, cores in sorted(stages, key=lambda s: -s[1]):
+            print(f"| {name} | {seconds:.0f} | {seconds / total:.0%} | {cores:.2f} |")
+        mean_cores = sum(s * c for _, s, c in stages) / max(sum(s for _, s, _ in stages), 1e-9)
+        print(f"| **all {len(stages)} stages** | **{total:.0f}** ({total / 60:.1f} min) | | {mean_cores:.2f} |")
         print(f"second `dvc repro` (nothing to do): {again:.1f} s, exit {status}")
         if not args.repo:
             ours, theirs = lock_outs(ROOT / "dvc.lock"), lock_outs(repo / "dvc.lock")
