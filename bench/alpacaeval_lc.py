@@ -87,9 +87,17 @@ def main() -> None:
     warnings.filterwarnings("ignore")
     table, _ = read_source("alpacaeval", args.data)
 
-    t0 = time.perf_counter()
-    board = build_leaderboard(table, LeaderboardSettings(BootstrapSettings(1000, 0.95, 0)))
-    t_board = time.perf_counter() - t0
+    # the whole leaderboard in one process and over two worker processes, alternately
+    t_board: dict[int, list[float]] = {1: [], 2: []}
+    for workers in (2, 1, 2, 1):
+        t0 = time.perf_counter()
+        result = build_leaderboard(table, LeaderboardSettings(BootstrapSettings(1000, 0.95, 0), workers=workers))
+        t_board[workers].append(time.perf_counter() - t0)
+        if workers == 1:
+            board = result
+        else:
+            two = result
+    pd.testing.assert_frame_equal(board.board, two.board, check_exact=True)  # the same figures either way
 
     prefs = preferences(table)
     difficulty = instruction_difficulty(prefs, exclude=set(board.summary["flagged"]))
@@ -145,8 +153,10 @@ def main() -> None:
               + (f"; beyond: {', '.join(f'{m} {d:+.3f}' for m, d in far['diff'].items())}" if len(far) else ""))
         print(f"LC fits: judgeaudit {seconds[glm, cv]:.2f} s, AlpacaEval {theirs['seconds'][glm]:.2f} s "
               f"(ratio {theirs['seconds'][glm] / seconds[glm, cv]:.2f}x)")
+    one, two = min(t_board[1]), min(t_board[2])
     print(f"whole leaderboard (raw, LC, style control, Bradley-Terry 1,000 resamples, flags), "
-          f"{len(board.board)} models: {t_board:.1f} s")
+          f"{len(board.board)} models, best of 2: {one:.1f} s in one process, {two:.1f} s with two workers "
+          f"({one / two:.2f}x; the same board)")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import socket
 import statistics
 import subprocess
 import sys
@@ -29,6 +28,7 @@ import httpx
 
 from judging_throughput import add_scratch_option, scratch_or_model  # bench/ is on the path as a script
 
+from flows.server import free_port
 from judgeaudit.config import load_params
 from judgeaudit.generation.corpus import make_items
 from judgeaudit.models import ModelSpec, load_model
@@ -51,9 +51,7 @@ def _start(model_path: str, max_batch: int, wait_ms: float, engine: str, threads
            ) -> tuple[subprocess.Popen, str]:
     """The server in its own process, as `judgeaudit serve` runs (the clients' threads
     must not share its interpreter lock)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     script = Path(tempfile.mkdtemp(prefix="bench-serve-")) / "server.py"  # spawn re-imports a file, not -c
     script.write_text(_SERVER)
     proc = subprocess.Popen([sys.executable, str(script), model_path, str(max_batch), str(port), str(wait_ms),

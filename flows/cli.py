@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -81,6 +82,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="how the LC GLM's penalty is chosen: AlpacaEval's liblinear fits (its figures to the last "
                          "digit) or all models solved exactly at once (~10x faster, within ~0.1 point)")
     lb.add_argument("--seed", type=int, default=0)
+    lb.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
+                    help="processes for the liblinear LC fits (default: 2 where there are two cores); same results")
     deps = sub.add_parser("deps", help="check that dvc.yaml's deps cover the code each stage runs (its import "
                                        "closure) and its params the sections it reads, or rewrite them")
     deps.add_argument("--write", action="store_true",
@@ -184,7 +187,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
 
     table, report = read_source(args.source, args.path)
     result = build_leaderboard(table, LeaderboardSettings(BootstrapSettings(args.n_boot, 0.95, args.seed),
-                                                          LCSettings(cv=args.lc_cv)))
+                                                          LCSettings(cv=args.lc_cv), workers=args.workers))
     paths = write_leaderboard(result, Path(args.out))
     for note in report.notes:
         print(f"note: {note}")

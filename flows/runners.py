@@ -27,18 +27,9 @@ def _one_thread(run_pid: int) -> None:
     cores), and the worker ends when the run that started it is gone: a killed run's
     workers would otherwise finish their task (minutes of training) and write its outputs
     while the next run writes the same ones."""
-    import os
-    import threading
-    import time
+    from judgeaudit.workers import exit_with
 
-    def watch() -> None:
-        # the run's pid, not the parent seen here: a worker still starting when the run was
-        # killed is already an orphan when this runs
-        while os.getppid() == run_pid:
-            time.sleep(0.5)
-        os._exit(1)
-
-    threading.Thread(target=watch, daemon=True, name="judgeaudit-exit-with-run").start()  # before the long imports
+    exit_with(run_pid)  # before the long imports
     import torch
 
     torch.set_num_threads(1)

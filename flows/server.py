@@ -32,7 +32,8 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
         pass
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A loopback port nobody listens on (now)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -45,7 +46,7 @@ def reserve_api_url() -> str | None:
     process pool's result collector, say) starts a server of its own."""
     if os.environ.get("PREFECT_API_URL"):
         return None
-    os.environ["PREFECT_API_URL"] = url = f"http://127.0.0.1:{_free_port()}/api"
+    os.environ["PREFECT_API_URL"] = url = f"http://127.0.0.1:{free_port()}/api"
     return url
 
 
@@ -79,7 +80,7 @@ def prefect_api(reserved: str | None = None, startup_timeout_s: float = 180.0,
             meanwhile()
         yield PREFECT_API_URL.value()
         return
-    url = reserved or f"http://127.0.0.1:{_free_port()}/api"
+    url = reserved or f"http://127.0.0.1:{free_port()}/api"
     if server is None:  # the settings of this process (a profile, temporary settings) go with it
         server = launch(url, get_current_settings().to_environment_variables(exclude_unset=True))
     try:

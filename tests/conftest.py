@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from flows.server import free_port  # noqa: F401  (the serve and endpoint tests' loopback port)
+
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -161,10 +163,3 @@ def tiny_lm(tmp_path_factory):
                       name="tiny")
 
 
-def free_port() -> int:
-    """A loopback port nobody listens on (now): for servers the tests start, or a dead endpoint."""
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

@@ -71,6 +71,7 @@ def test_cross_validation_picks_alpacaevals_c_unless_a_near_tie():
     "liblinear" path) agree to liblinear's tolerance, and so does the chosen C wherever the
     best two scores are further apart than that (or tie exactly, both fits all zeros)."""
     from judgeaudit.audits import win_rates as wr
+    from judgeaudit.audits.liblinear_cv import liblinear_cv_losses
 
     decided = 0
     for n, scale, noise in [(400, 1.5, 0.5), (60, 0.3, 2.0), (100, 0.5, 1.0), (40, 1.0, 1.0), (200, 0.2, 1.0)]:
@@ -80,7 +81,7 @@ def test_cross_validation_picks_alpacaevals_c_unless_a_near_tie():
             q, w = expit(x @ rng.normal(0, scale, 3) + rng.normal(0, noise, n)), rng.uniform(0.2, 1, n)
             folds = wr._folds(n, 5)
             exact = cross_validated_losses(x[None], q[None], w[None], folds[None], wr.CS)[0]
-            theirs = wr._liblinear_cv_losses(x, q, w, folds, seed=123)
+            theirs = liblinear_cv_losses(x, q, w, folds, seed=123)
             error = np.abs(exact - theirs).max()
             assert error < 1e-4
             gap = np.diff(np.sort(exact)[:2])[0]

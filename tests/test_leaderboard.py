@@ -137,6 +137,19 @@ def test_gamed_entry_flagged_on_the_sample(tmp_path):
     assert (out / "leaderboard.html").read_text().count("<img") == 3
 
 
+def test_two_worker_processes_give_the_same_board():
+    """The gamed-output evidence and the liblinear fits shared among worker processes: the
+    same figures to the last bit as in one process."""
+    from judgeaudit.pipeline.leaderboard import LeaderboardSettings, build_leaderboard
+
+    table, _ = read_source("alpacaeval", SAMPLE)
+    one, two = (build_leaderboard(table, LeaderboardSettings(BootstrapSettings(100, 0.95, 0), workers=w))
+                for w in (1, 2))
+    pd.testing.assert_frame_equal(one.board, two.board, check_exact=True)
+    pd.testing.assert_frame_equal(one.flags, two.flags, check_exact=True)
+    assert one.flags.flagged.sum() == 1 and one.board.lc_win_rate.nunique() > 3  # something to get wrong
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not REAL.is_dir(), reason=f"{REAL} absent (shared data)")
 def test_alpacaeval_2_published_raw_figures_and_nullmodel():

@@ -24,6 +24,8 @@ import torch
 from scipy.special import expit
 from torch.nn.functional import softplus
 
+from judgeaudit.audits.liblinear_cv import continuous_log_loss
+
 _EXACT = 40.0  # softplus(z) = z beyond this, to float64 precision
 TOL = 1e-5  # a full Newton step this small (relative) leaves a problem ~1e-10 from its optimum
 
@@ -102,13 +104,6 @@ def _solve(x: torch.Tensor, w: torch.Tensor, wqx: torch.Tensor, c: float, beta: 
         if not len(live):
             break
     return beta, p, data
-
-
-def continuous_log_loss(p: np.ndarray, q: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Each row's -w (q log p + (1 - q) log(1 - p)), p clipped to [1e-15, 1 - 1e-15]:
-    scikit-learn's log-loss of a continuous target, as AlpacaEval scores its folds."""
-    p = np.clip(p, 1e-15, 1 - 1e-15)
-    return -(w * (q * np.log(p) + (1 - q) * np.log(1 - p)))
 
 
 def _tensors(*arrays: np.ndarray) -> list[torch.Tensor]:

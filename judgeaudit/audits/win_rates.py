@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Literal
 
@@ -34,9 +35,8 @@ import pandas as pd
 from scipy.special import expit, logit
 from sklearn.linear_model import LogisticRegression
 
-from judgeaudit.audits.l1_logistic import continuous_log_loss, cross_validated_losses
-
-CS = np.logspace(-4, 4, 10)  # scikit-learn LogisticRegressionCV's default grid, as AlpacaEval uses
+from judgeaudit.audits.l1_logistic import cross_validated_losses
+from judgeaudit.audits.liblinear_cv import CS, continuous_fit, liblinear_cv_losses
 
 
 @dataclass(frozen=True)
@@ -132,39 +132,6 @@ def _scales(frame: pd.DataFrame, controls: tuple[str, ...]) -> dict[str, float]:
     return out
 
 
-def _liblinear_state(seed: int, draw: int = 0) -> np.random.RandomState:
-    """The random state AlpacaEval's ``LogisticRegressionCV`` hands liblinear for the
-    ``draw``-th C of its grid: scikit-learn fits the grid with one ``RandomState(seed)``,
-    each liblinear fit seeded by the next draw from it, and the refit at the chosen C with
-    the first draw. liblinear's coordinate descent visits features in that seed's order,
-    which moves the coefficients within the solver's tolerance (LC rates by up to 0.04 here
-    against the exact optimum)."""
-    state = np.random.RandomState(seed)
-    for _ in range(draw):
-        state.randint(np.iinfo("i").max)
-    return state
-
-
-def _continuous_fit(x: np.ndarray, q: np.ndarray, w: np.ndarray, c: float, seed: int,
-                    draw: int = 0) -> LogisticRegression:
-    # liblinear keeps its random state in a global: never fit from two threads at once
-    model = LogisticRegression(C=c, l1_ratio=1.0, solver="liblinear", fit_intercept=False,
-                               random_state=_liblinear_state(seed, draw))
-    model.fit(np.r_[x, x], np.r_[np.ones(len(q)), np.zeros(len(q))], sample_weight=np.r_[w * q, w * (1 - q)])
-    return model
-
-
-def _liblinear_cv_losses(x: np.ndarray, q: np.ndarray, w: np.ndarray, folds: np.ndarray, seed: int) -> np.ndarray:
-    """AlpacaEval's cross-validation scores over CS: one liblinear fit per fold and C."""
-    scores = np.zeros(len(CS))
-    for f in range(int(folds.max()) + 1):
-        tr, te = folds != f, folds == f
-        for k, c in enumerate(CS):
-            model = _continuous_fit(x[tr], q[tr], w[tr], c, seed, draw=k)
-            scores[k] += continuous_log_loss(model.predict_proba(x[te])[:, 1], q[te], w[te]).mean()
-    return scores
-
-
 def gamed_stand_in(prefs: pd.DataFrame) -> tuple[pd.DataFrame | None, str | None]:
     """(rows standing in for the baseline's length-gamed variants, the base model used), or
     (None, None) when no model has both a ``_verbose`` and a ``_concise`` variant.
@@ -231,7 +198,7 @@ def _folds(n: int, n_splits: int) -> np.ndarray:
 
 def controlled_fits(frames: list[pd.DataFrame], difficulty: pd.Series, settings: LCSettings,
                     controls: tuple[str, ...] = ("length",), gamed: pd.DataFrame | None = None,
-                    reg_lambda: float = 0.2) -> list[dict]:
+                    reg_lambda: float = 0.2, pool: Executor | None = None) -> list[dict]:
     """The controlled win rate of each model (``frames``: each its rows of ``preferences``),
     and the GLM's per-instruction predictions at no difference in the controls.
 
@@ -256,12 +223,15 @@ def controlled_fits(frames: list[pd.DataFrame], difficulty: pd.Series, settings:
     if settings.cv == "exact":
         scores = cross_validated_losses(x, q, w, folds, CS)
     else:
-        scores = np.stack([_liblinear_cv_losses(xk, qk, wk, folds[k, :len(qk)], settings.seed)
-                           for k, (xk, qk, wk, _) in enumerate(rows)])
+        tasks = [(xk, qk, wk, folds[k, :len(qk)], settings.seed) for k, (xk, qk, wk, _) in enumerate(rows)]
+        # a model's 50 fits per task: over the pool's processes (liblinear's random state is
+        # a process global, so never threads), the same fits either way
+        scores = np.stack(list(pool.map(liblinear_cv_losses, *zip(*tasks))) if pool is not None
+                          else [liblinear_cv_losses(*t) for t in tasks])
     best = CS[np.argmin(scores, axis=1)]
     out = []
     for (xk, qk, wk, test), c, frame in zip(rows, best, frames):
-        coef = _continuous_fit(xk, qk, wk, c, settings.seed).coef_[0]
+        coef = continuous_fit(xk, qk, wk, c, settings.seed).coef_[0]
         pred = expit(test @ coef)
         out.append({"rate": pred.mean() * 100, "se": pd.Series(pred).sem() * 100, "C": c,
                     "weights": dict(zip([*controls, "difficulty", "model"], coef)),
@@ -277,14 +247,15 @@ def controlled_one_model(frame: pd.DataFrame, difficulty: pd.Series, settings: L
 
 
 def controlled_win_rates(prefs: pd.DataFrame, difficulty: pd.Series, kind: str = "lc",
-                         settings: LCSettings = LCSettings(), gamed: pd.DataFrame | None = None
-                         ) -> tuple[pd.DataFrame, pd.DataFrame]:
+                         settings: LCSettings = LCSettings(), gamed: pd.DataFrame | None = None,
+                         pool: Executor | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per model: the ``kind`` ("lc" or "sc") win rate, its SE and the GLM's weights;
-    per model and instruction: the predicted preference at no length/style difference)."""
+    per model and instruction: the predicted preference at no length/style difference).
+    ``pool``: worker processes for the liblinear fits (``judgeaudit.workers.spawned_pool``)."""
     groups = list(prefs.groupby(["judge", "model_1", "model_2"], sort=True))
     fitted = [key for key, frame in groups if key[2] != key[1]]
     fits = dict(zip(fitted, controlled_fits([frame for key, frame in groups if key[2] != key[1]], difficulty,
-                                            settings, CONTROLS[kind], gamed if kind == "lc" else None)))
+                                            settings, CONTROLS[kind], gamed if kind == "lc" else None, pool=pool)))
     rows, preds = [], []
     for (judge, base, model), frame in groups:
         row = {"judge": judge, "baseline": base, "model": model}

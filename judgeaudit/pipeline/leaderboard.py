@@ -21,6 +21,7 @@ from judgeaudit.audits.self_preference import (
     self_preference,
 )
 from judgeaudit.audits.stats import BootstrapSettings
+from judgeaudit.workers import spawned_pool
 from judgeaudit.audits.win_rates import (
     LCSettings,
     controlled_win_rates,
@@ -39,6 +40,7 @@ class LeaderboardSettings:
     bootstrap: BootstrapSettings = BootstrapSettings()
     lc: LCSettings = LCSettings()
     flag_threshold: float = 0.5  # median cross-instruction similarity above which an entry is gamed
+    workers: int = 1  # processes for the gamed-output evidence and the GLMs' liblinear fits (same figures)
 
 
 @dataclass
@@ -57,13 +59,16 @@ def build_leaderboard(table: pd.DataFrame, settings: LeaderboardSettings) -> Lea
     prefs = preferences(table)
     raw = raw_win_rates(prefs)
     outputs = table.drop_duplicates(["model_2", "prompt"]).rename(columns={"model_2": "model", "response_2": "output"})
-    flags = gamed_outputs(outputs[["model", "prompt", "output"]], threshold=settings.flag_threshold,
-                          seed=settings.bootstrap.seed)
-    # the instruction difficulty is estimated from the real entries: a gamed one answers no instruction
-    difficulty = instruction_difficulty(prefs, exclude=set(flags.loc[flags.flagged, "model"]))
-    gamed, stand_in = gamed_stand_in(prefs)  # AlpacaEval's gamed baselines are not public: see win_rates
-    lc, lc_pred = controlled_win_rates(prefs, difficulty, "lc", settings.lc, gamed=gamed)
-    sc, sc_pred = controlled_win_rates(prefs, difficulty, "sc", settings.lc)
+    # worker processes, starting while the TF-IDF is fitted: the models' gamed-output evidence
+    # and the GLMs' liblinear fits are shared among them
+    with spawned_pool(settings.workers, warm="judgeaudit.audits.liblinear_cv") as pool:
+        flags = gamed_outputs(outputs[["model", "prompt", "output"]], threshold=settings.flag_threshold,
+                              seed=settings.bootstrap.seed, pool=pool)
+        # the instruction difficulty is estimated from the real entries: a gamed one answers no instruction
+        difficulty = instruction_difficulty(prefs, exclude=set(flags.loc[flags.flagged, "model"]))
+        gamed, stand_in = gamed_stand_in(prefs)  # AlpacaEval's gamed baselines are not public: see win_rates
+        lc, lc_pred = controlled_win_rates(prefs, difficulty, "lc", settings.lc, gamed=gamed, pool=pool)
+        sc, sc_pred = controlled_win_rates(prefs, difficulty, "sc", settings.lc, pool=pool)
     bt = bootstrap_rates(prefs.rename(columns={"model_2": "model"}), "q", settings.bootstrap)
     board = (raw.merge(lc, on=["judge", "baseline", "model"]).merge(sc, on=["judge", "baseline", "model"])
              .merge(bt.drop(columns=["rate"]).rename(columns={"ci_low": "win_rate_ci_low",
@@ -153,7 +158,8 @@ def leaderboard_stage(params, out: Path) -> dict:
     if Path(section.path).exists():
         table, report = read_source(section.source, section.path)
         result = build_leaderboard(table, LeaderboardSettings(boot, LCSettings(cv=section.lc_cv),
-                                                              flag_threshold=section.flag_threshold))
+                                                              flag_threshold=section.flag_threshold,
+                                                              workers=params.scale.processes))
         summary = result.summary
         summary["notes"] = report.notes
     else:
