@@ -83,7 +83,8 @@ def _parser() -> argparse.ArgumentParser:
                          "digit) or all models solved exactly at once (~10x faster, within ~0.1 point)")
     lb.add_argument("--seed", type=int, default=0)
     lb.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1),
-                    help="processes for the liblinear LC fits (default: 2 where there are two cores); same results")
+                    help="worker processes for the gamed-output evidence and the liblinear fits (default: 2 where "
+                         "there are two cores); the same figures")
     deps = sub.add_parser("deps", help="check that dvc.yaml's deps cover the code each stage runs (its import "
                                        "closure) and its params the sections it reads, or rewrite them")
     deps.add_argument("--write", action="store_true",

@@ -161,5 +161,3 @@ def tiny_lm(tmp_path_factory):
     sft(model, root / "tok", rows, root / "lm", TrainArgs(epochs=1, lr=3e-3, batch_size=16), seed=0)
     return load_model(ModelSpec(path=str(root / "lm"), chat_template="Q: {prompt}\nA:", batch_size=4),
                       name="tiny")
-
-

@@ -21,7 +21,6 @@ from judgeaudit.audits.self_preference import (
     self_preference,
 )
 from judgeaudit.audits.stats import BootstrapSettings
-from judgeaudit.workers import spawned_pool
 from judgeaudit.audits.win_rates import (
     LCSettings,
     controlled_win_rates,
@@ -30,6 +29,7 @@ from judgeaudit.audits.win_rates import (
     preferences,
     raw_win_rates,
 )
+from judgeaudit.workers import spawned_pool
 
 COLUMNS = ["model", "baseline", "judge", "n", "win_rate", "win_rate_se", "lc_win_rate", "lc_se", "sc_win_rate",
            "bt_score", "bt_ci_low", "bt_ci_high", "flagged"]
