@@ -7,6 +7,11 @@ checkout's, stage by stage (same outputs = the run reproduces).
     python bench/default_run.py                 # fresh clone of HEAD, full default run
     python bench/default_run.py --repo . -- -f  # this checkout, forced (dvc repro -f)
     python bench/default_run.py --keep          # keep the clone for inspection
+    python bench/default_run.py --seed 2024     # the same run under another seed, and which of
+                                                # this checkout's data/ effects it repeats
+
+The reseeded run is the noise floor of `judgeaudit effects`: an effect that the same
+configuration loses under another seed is not one a smaller configuration can be held to.
 """
 
 from __future__ import annotations
@@ -69,15 +74,27 @@ def lock_outs(lock: Path) -> dict[str, dict[str, str]]:
     return {name: {o["path"]: o["md5"] for o in s.get("outs", [])} for name, s in stages.items()}
 
 
+def reseed(params: Path, seed: int) -> None:
+    """Set params.yaml's top-level seed in place (a line edit: its comments stay)."""
+    text, n = re.subn(r"(?m)^seed: *\d+ *$", f"seed: {seed}", params.read_text())
+    if n != 1:
+        raise SystemExit(f"{params}: no single top-level `seed:` line to set")
+    params.write_text(text)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repo", type=Path, help="run here instead of in a fresh clone of HEAD")
     ap.add_argument("--keep", action="store_true", help="keep the fresh clone")
+    ap.add_argument("--seed", type=int, help="run the clone's params.yaml under this seed, then compare its "
+                                             "effects with this checkout's data/ (judgeaudit effects --reseeded)")
     ap.add_argument("dvc_args", nargs="*", help="after --: arguments for the first dvc repro")
     args = ap.parse_args()
     repo = args.repo.resolve() if args.repo else ROOT.parent / f"judgeaudit-default-run-{os.getpid()}"
     if not args.repo:
         subprocess.run(["git", "clone", "-q", str(ROOT), str(repo)], check=True)
+    if args.seed is not None:
+        reseed(repo / "params.yaml", args.seed)
     try:
         stages, total, status = timed_repro(repo, args.dvc_args)
         if status:
@@ -90,7 +107,10 @@ def main() -> int:
         mean_cores = sum(s * c for _, s, c in stages) / max(sum(s for _, s, _ in stages), 1e-9)
         print(f"| **all {len(stages)} stages** | **{total:.0f}** ({total / 60:.1f} min) | | {mean_cores:.2f} |")
         print(f"second `dvc repro` (nothing to do): {again:.1f} s, exit {status}")
-        if not args.repo:
+        if args.seed is not None:
+            judgeaudit = Path(sys.executable).with_name("judgeaudit")
+            subprocess.run([str(judgeaudit), "effects", str(ROOT / "data"), "--reseeded", str(repo / "data")])
+        elif not args.repo:
             ours, theirs = lock_outs(ROOT / "dvc.lock"), lock_outs(repo / "dvc.lock")
             differ = sorted(s for s in theirs if ours.get(s) != theirs[s])
             print(f"outputs equal to this checkout's dvc.lock: {len(theirs) - len(differ)} of {len(theirs)} stages"

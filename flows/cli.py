@@ -59,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     eff.add_argument("root", help="a run's data root (its <stage>/summary.json files)")
     eff.add_argument("--against", help="another run's data root (e.g. a smaller params file's): exit 1 "
                                        "if it loses an effect of ROOT or flips its sign")
+    eff.add_argument("--reseeded", help="ROOT's configuration run under another seed: only the effects both "
+                                        "find (same sign) are held against --against; the rest are listed "
+                                        "as seed-fragile")
     av = sub.add_parser("audit-verdicts", help="audit real judges from their recorded verdicts on a benchmark: "
                                                "report card, the benchmark's published figures, PU audit")
     _verdict_args(av)
@@ -302,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
 def _effects(args: argparse.Namespace) -> int:
     from collections import Counter
 
-    from judgeaudit.report.effects import find_effects, lost
+    from judgeaudit.report.effects import find_effects, lost, reproducible
 
     found = find_effects(Path(args.root))
     if not found:
@@ -310,16 +313,31 @@ def _effects(args: argparse.Namespace) -> int:
     counts = Counter((e.where.split(":")[0], bool(e.sign)) for e in found.values())
     for stage in sorted({s for s, _ in counts}):
         print(f"{stage}: {counts[stage, True]} effects of {counts[stage, True] + counts[stage, False]} intervals")
-    if not args.against:
-        return 0
-    missing = lost(found, find_effects(Path(args.against)))
+
     def shown(e) -> str:
         return f"[{e.ci_low:.3g}, {e.ci_high:.3g}]" + (f" (n={e.n})" if e.n is not None else "")
 
+    if args.reseeded:
+        reseeded = find_effects(Path(args.reseeded))
+        if not reseeded:
+            raise FileNotFoundError(f"{args.reseeded}: no <stage>/summary.json with confidence intervals")
+        robust = reproducible(found, reseeded)
+        fragile = [e for where, e in sorted(found.items()) if e.sign and where not in robust]
+        for e in fragile:
+            other = reseeded.get(e.where)
+            print(f"seed-fragile: {e.where}: {shown(e)} -> {'missing' if other is None else shown(other)}")
+        by_stage = Counter(e.where.split(":")[0] for e in robust.values())
+        print(f"{args.reseeded}: {len(robust)} of {len(robust) + len(fragile)} effects reproduce under the other "
+              f"seed ({', '.join(f'{s} {n}' for s, n in sorted(by_stage.items()))})")
+        found = robust
+    if not args.against:
+        return 0
+    missing = lost(found, find_effects(Path(args.against)))
     for ref, other in missing:
         print(f"lost: {ref.where}: {shown(ref)} -> {'missing' if other is None else shown(other)}")
     print(f"{args.against}: {'keeps every effect' if not missing else f'loses {len(missing)} effects'} "
-          f"of {args.root} ({sum(bool(e.sign) for e in found.values())})")
+          f"of {args.root} ({sum(bool(e.sign) for e in found.values())}"
+          f"{' that reproduce under the other seed' if args.reseeded else ''})")
     return 1 if missing else 0
 
 

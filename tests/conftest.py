@@ -98,11 +98,13 @@ def tiny_params_file(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def prefect_server():
-    """One temporary Prefect server for the session; subprocesses reach it by URL."""
-    from prefect.settings import PREFECT_API_URL
+    """One temporary Prefect server for the session; subprocesses reach it by URL. Flows run
+    here send no heartbeats (each flow's exit waited up to 1 s on their thread)."""
+    from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
     from prefect.testing.utilities import prefect_test_harness
 
-    with prefect_test_harness(server_startup_timeout=180):
+    with (prefect_test_harness(server_startup_timeout=180),
+          temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None})):
         url = PREFECT_API_URL.value()
         old = os.environ.get("PREFECT_API_URL")
         os.environ["PREFECT_API_URL"] = url

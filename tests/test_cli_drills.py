@@ -3,6 +3,7 @@ needs exists gives one line that says what to run first, never a hub-id tracebac
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -63,3 +64,31 @@ def test_threads_of_a_run_see_its_server():
 
     assert run("early") == "True"
     assert run("late") == "False"
+
+
+_HEARTBEAT = """
+import os
+os.environ.pop("PREFECT_API_URL", None)
+from prefect import flow
+from prefect.settings import get_current_settings
+from flows.server import prefect_api
+
+@flow
+def beat():
+    return get_current_settings().flows.heartbeat_frequency
+
+print("outside:", get_current_settings().flows.heartbeat_frequency)
+with prefect_api():
+    print("temporary server:", beat())
+"""
+
+
+def test_flows_on_the_temporary_server_send_no_heartbeats():
+    """A flow on the run's own temporary server sends no heartbeats (that server dies with
+    the run, so nothing is left to watch for crashed runs; each flow's exit waited up to a
+    second on the heartbeat thread); Prefect's default stays for a server of the user's."""
+    out = subprocess.run([sys.executable, "-c", _HEARTBEAT], cwd=ROOT, capture_output=True, text=True,
+                         timeout=300, env={**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = dict(line.split(": ", 1) for line in out.stdout.splitlines() if ": " in line)
+    assert lines["temporary server"] == "None" and lines["outside"] not in ("None", "")

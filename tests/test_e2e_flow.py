@@ -183,7 +183,8 @@ def test_rerun_is_served_from_task_cache(tiny_audit):
 def test_effects_of_the_run_and_a_run_that_loses_some(tiny_audit, tmp_path, capsys):
     """`judgeaudit effects`: the tiny run's findings (the planted leakage among them); the
     same run against itself keeps them all; a run whose metrics intervals all straddle zero,
-    and that lacks the prefix stage, loses exactly those (exit 1, each named)."""
+    and that lacks the prefix stage, loses exactly those (exit 1, each named), unless that
+    run is also the reseeded one, which makes them seed-fragile."""
     from flows.cli import main
     from judgeaudit.report.effects import find_effects
 
@@ -213,3 +214,10 @@ def test_effects_of_the_run_and_a_run_that_loses_some(tiny_audit, tmp_path, caps
     assert out.count("lost: metrics:") == len(metrics) and out.count("lost: prefix:") == len(prefix)
     assert out.count("lost: ") == len(metrics) + len(prefix)
     assert out.count("(n=") >= 2 * sum(e.n is not None for e in metrics)  # every figure with its n, both runs
+
+    # held to the effects a reseeded run repeats: the ones the straddling run lacks are
+    # seed-fragile, so the same run keeps every effect that is left
+    assert main(["effects", str(root), "--reseeded", str(tmp_path), "--against", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("seed-fragile: ") == len(metrics) + len(prefix) and "keeps every effect" in out
+    assert f"{sum(bool(e.sign) for e in found.values()) - len(metrics) - len(prefix)} of " in out

@@ -2,7 +2,8 @@
 interval in the stages' summaries (``<root>/<stage>/summary.json``) that excludes zero,
 with its sign. A smaller or faster configuration keeps the findings when every effect of
 the reference run is still there with the same sign (``lost``): the check to run before
-shrinking the default run.
+shrinking the default run. An effect that the same configuration loses under another seed
+(``reproducible``) is at the noise floor: no smaller run can be held to it.
 
 Intervals are found by their keys: ``ci_low``/``ci_high`` (the estimate beside them as
 ``estimate``, ``pls``, ``accuracy`` or ``flip_rate``) or ``<name>_ci_low``/``<name>_ci_high`` (the estimate as
@@ -73,3 +74,10 @@ def lost(reference: dict[str, Effect], other: dict[str, Effect]) -> list[tuple[E
     the same sign: (the reference's, the other's or None where it is missing)."""
     return [(ref, other.get(where)) for where, ref in sorted(reference.items())
             if ref.sign and (where not in other or other[where].sign != ref.sign)]
+
+
+def reproducible(reference: dict[str, Effect], reseeded: dict[str, Effect]) -> dict[str, Effect]:
+    """The reference's effects that the same configuration, run under another seed, finds
+    too with the same sign: the ones a smaller run can be held to."""
+    return {where: ref for where, ref in reference.items()
+            if ref.sign and where in reseeded and reseeded[where].sign == ref.sign}
