@@ -1,0 +1,1 @@
+"""Prefect flows: one per declared stage (flows/registry.py), and the CLI."""

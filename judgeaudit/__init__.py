@@ -1,0 +1,1 @@
+"""judgeaudit: audits of LLM judges (the library; it imports no Prefect)."""

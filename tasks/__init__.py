@@ -1,0 +1,1 @@
+"""Prefect tasks shared by the flows: cached I/O and validation."""

@@ -1,0 +1,1 @@
+"""Presentation attacks on judged answers: rule-based transforms and model rewriters."""

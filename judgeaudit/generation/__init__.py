@@ -1,0 +1,1 @@
+"""Synthetic data the embedded default generates: corpora, graded answers, multiple-choice items."""

@@ -1,0 +1,1 @@
+"""Reports, plots and the effects a run finds."""

@@ -1,0 +1,1 @@
+"""The data contracts: one Great Expectations suite per table, and their validation."""

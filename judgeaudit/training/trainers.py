@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from pathlib import Path
 
 import torch
@@ -15,6 +16,9 @@ from judgeaudit.config import TrainArgs
 from judgeaudit.tables import atomic_dir
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# trl reads a transformers attribute that transformers deprecates, once per trainer: a
+# warning nobody here can act on, printed a dozen times per run
+warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
 
 
 def _score_labelled_positions_only() -> None:
@@ -129,11 +133,12 @@ def reward_model(base: str | Path, rows: list[dict], out: str | Path, args: Trai
     from trl import RewardConfig, RewardTrainer
 
     set_seed(seed)
+    # before the load: its report says the new score head is missing from the base, as it must be
+    logging.getLogger("transformers").setLevel(logging.ERROR)
     tokenizer = AutoTokenizer.from_pretrained(str(base))
     model = AutoModelForSequenceClassification.from_pretrained(str(base), num_labels=1, dtype=torch.float32)
     model.config.pad_token_id = tokenizer.pad_token_id
     data = Dataset.from_list([{"chosen": r["chosen"], "rejected": r["rejected"]} for r in rows])
-    logging.getLogger("transformers").setLevel(logging.ERROR)
     with atomic_dir(out) as tmp:
         config = RewardConfig(max_length=max_length, **_common(args, seed, tmp))
         trainer = _quiet(RewardTrainer(model=model, args=config, train_dataset=data, processing_class=tokenizer))
