@@ -90,6 +90,8 @@ def main() -> int:
                                              "effects with this checkout's data/ (judgeaudit effects --reseeded)")
     ap.add_argument("dvc_args", nargs="*", help="after --: arguments for the first dvc repro")
     args = ap.parse_args()
+    if args.seed is not None and args.repo:
+        ap.error("--seed edits the params.yaml of the fresh clone it runs; not with --repo")
     repo = args.repo.resolve() if args.repo else ROOT.parent / f"judgeaudit-default-run-{os.getpid()}"
     if not args.repo:
         subprocess.run(["git", "clone", "-q", str(ROOT), str(repo)], check=True)

@@ -317,15 +317,17 @@ def _effects(args: argparse.Namespace) -> int:
     def shown(e) -> str:
         return f"[{e.ci_low:.3g}, {e.ci_high:.3g}]" + (f" (n={e.n})" if e.n is not None else "")
 
+    def listed(label: str, pairs) -> None:
+        for ref, other in pairs:
+            print(f"{label}: {ref.where}: {shown(ref)} -> {'missing' if other is None else shown(other)}")
+
     if args.reseeded:
         reseeded = find_effects(Path(args.reseeded))
         if not reseeded:
             raise FileNotFoundError(f"{args.reseeded}: no <stage>/summary.json with confidence intervals")
+        fragile = lost(found, reseeded)
+        listed("seed-fragile", fragile)
         robust = reproducible(found, reseeded)
-        fragile = [e for where, e in sorted(found.items()) if e.sign and where not in robust]
-        for e in fragile:
-            other = reseeded.get(e.where)
-            print(f"seed-fragile: {e.where}: {shown(e)} -> {'missing' if other is None else shown(other)}")
         by_stage = Counter(e.where.split(":")[0] for e in robust.values())
         print(f"{args.reseeded}: {len(robust)} of {len(robust) + len(fragile)} effects reproduce under the other "
               f"seed ({', '.join(f'{s} {n}' for s, n in sorted(by_stage.items()))})")
@@ -333,8 +335,7 @@ def _effects(args: argparse.Namespace) -> int:
     if not args.against:
         return 0
     missing = lost(found, find_effects(Path(args.against)))
-    for ref, other in missing:
-        print(f"lost: {ref.where}: {shown(ref)} -> {'missing' if other is None else shown(other)}")
+    listed("lost", missing)
     print(f"{args.against}: {'keeps every effect' if not missing else f'loses {len(missing)} effects'} "
           f"of {args.root} ({sum(bool(e.sign) for e in found.values())}"
           f"{' that reproduce under the other seed' if args.reseeded else ''})")

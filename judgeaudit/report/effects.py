@@ -77,7 +77,7 @@ def lost(reference: dict[str, Effect], other: dict[str, Effect]) -> list[tuple[E
 
 
 def reproducible(reference: dict[str, Effect], reseeded: dict[str, Effect]) -> dict[str, Effect]:
-    """The reference's effects that the same configuration, run under another seed, finds
-    too with the same sign: the ones a smaller run can be held to."""
-    return {where: ref for where, ref in reference.items()
-            if ref.sign and where in reseeded and reseeded[where].sign == ref.sign}
+    """The reference's effects that the same configuration, run under another seed, does not
+    lose (``lost``): the ones a smaller run can be held to."""
+    fragile = {ref.where for ref, _ in lost(reference, reseeded)}
+    return {where: ref for where, ref in reference.items() if ref.sign and where not in fragile}
