@@ -38,17 +38,46 @@ def _one_thread(run_pid: int) -> None:
 def parallel(scale: Scale):
     """A runner for a stage's independent heavy tasks (``runner.submit(task, kwargs)``):
     ``scale.processes`` worker processes of one torch thread each, or one task after
-    another in-process when 1. The small embedded models use a second core poorly (a
-    training step: 2.0 s on two threads, 2.5 s on one), so two one-thread workers do
-    about 1.6x the work of one two-thread process."""
-    from prefect.task_runners import ThreadPoolTaskRunner
-
+    another in-process when 1, on one torch thread too. The small embedded models use a
+    second core poorly (a training step: 2.0 s on two threads, 2.5 s on one), so two
+    one-thread workers do about 1.6x the work of one two-thread process; and a task on
+    two threads sums its floating-point reductions in another order than on one, which
+    moved the tiny audit's correlations (a Spearman rho from -0.2285 to -0.2311 between
+    ``processes: 1`` and ``2``): one thread wherever a task runs keeps ``scale`` out of
+    the results, as DVC, which does not track it, assumes."""
     if scale.processes > 1:
         import os
 
         return _pool_ending_its_workers_on_error()(max_workers=scale.processes, initializer=_one_thread,
                                                    initargs=(os.getpid(),))
-    return ThreadPoolTaskRunner(max_workers=1)
+    return _in_process_on_one_thread()()
+
+
+def _in_process_on_one_thread() -> type:
+    """Prefect's thread-pool runner of one worker thread, with torch on one intra-op thread
+    while it is open (the setting is process-wide; the previous one comes back after)."""
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    class InProcess(ThreadPoolTaskRunner):
+        def __init__(self, max_workers: int = 1) -> None:  # Prefect's duplicate() passes it
+            super().__init__(max_workers=max_workers)
+
+        def __enter__(self):
+            import torch
+
+            self._torch_threads = torch.get_num_threads()
+            torch.set_num_threads(1)
+            return super().__enter__()
+
+        def __exit__(self, exc_type, exc_value, traceback) -> None:
+            try:
+                super().__exit__(exc_type, exc_value, traceback)
+            finally:
+                import torch
+
+                torch.set_num_threads(self._torch_threads)
+
+    return InProcess
 
 
 def _pool_ending_its_workers_on_error() -> type:

@@ -478,7 +478,8 @@ class Scale(_Strict):
     """Where work runs: judging in-process or sharded over a Dask cluster (local or
     remote); a stage's independent heavy tasks (model builds, students, reward models,
     robustness sub-audits) over ``processes`` worker processes of one torch thread each.
-    Results do not depend on either: each task is seeded and runs alone in its process."""
+    Results do not depend on either, to the last bit: each task is seeded and runs alone on
+    one torch thread, in a worker or in-process (flows/runners.py)."""
 
     runner: Literal["local", "dask"] = "local"
     workers: int = Field(ge=1, default=2)  # local Dask cluster: worker processes

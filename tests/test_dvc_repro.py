@@ -1,5 +1,6 @@
 """A real `dvc repro` in a temporary git repository: everything runs and gives the same
-tables as the Prefect flow run of the same config in another folder, a second repro does
+tables, bit for bit, as the Prefect flow run of the same config in another folder (that
+one on a pool of two worker processes, this one on one process), a second repro does
 nothing, a judge parameter sweep with `dvc exp run -S` reruns only judging and what
 follows and `dvc exp show` compares its metrics with the baseline's, and an edit to the
 length-controlled GLM makes `dvc status` flag the stage that runs it."""
@@ -70,7 +71,12 @@ def test_dvc_repro(tiny_audit, tmp_path):
         src = ROOT / item
         (shutil.copytree if src.is_dir() else shutil.copy)(src, repo / item)
     params, flow_root = tiny_audit  # the same config, run by the Prefect flow (tests/conftest.py)
-    shutil.copy(params, repo / "params.yaml")
+    # ... on one process where the flow ran a pool of two: `scale` is not among any stage's
+    # params (DVC would not rerun a stage for it), so it must not change a bit of the tables
+    config = yaml.safe_load(params.read_text())
+    assert config["scale"]["processes"] == 2
+    config["scale"]["processes"] = 1
+    (repo / "params.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     _sh("git", "init", "-q", cwd=repo)
     _sh("dvc", "init", "-q", cwd=repo)
 
@@ -82,9 +88,10 @@ def test_dvc_repro(tiny_audit, tmp_path):
                             "robustness", "leakage_studies", "boat", "pu", "prefix", "score_range", "real_judges", "leaderboard",
                             "report"}
     assert (repo / "data/report/report.html").exists()
-    # exact reproduction: `dvc repro` in another folder gives the flow run's tables
+    # exact reproduction: `dvc repro` in another folder gives the flow run's tables, to the bit
     for table in TINY_TABLES:
-        pd.testing.assert_frame_equal(pd.read_parquet(repo / "data" / table), pd.read_parquet(flow_root / table))
+        pd.testing.assert_frame_equal(pd.read_parquet(repo / "data" / table), pd.read_parquet(flow_root / table),
+                                      check_exact=True, obj=table)
     # every param a stage read (a section, or a field of one) is among its dvc.yaml params
     # (and so in its tasks' cache keys): none can change without DVC rerunning the stage;
     # `scale` only says how the work is spread over processes

@@ -35,7 +35,6 @@ import pandas as pd
 from scipy.special import expit, logit
 from sklearn.linear_model import LogisticRegression
 
-from judgeaudit.audits.l1_logistic import cross_validated_losses
 from judgeaudit.audits.liblinear_cv import CS, continuous_fit, liblinear_cv_losses
 
 
@@ -221,6 +220,8 @@ def controlled_fits(frames: list[pd.DataFrame], difficulty: pd.Series, settings:
         x[k, :n], q[k, :n], w[k, :n] = xk, qk, wk
         folds[k, :n] = _folds(n, settings.n_splits)
     if settings.cv == "exact":
+        from judgeaudit.audits.l1_logistic import cross_validated_losses  # torch: 2 s to import
+
         scores = cross_validated_losses(x, q, w, folds, CS)
     else:
         tasks = [(xk, qk, wk, folds[k, :len(qk)], settings.seed) for k, (xk, qk, wk, _) in enumerate(rows)]

@@ -8,6 +8,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.collections import LineCollection  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
@@ -18,22 +19,28 @@ def plot_scores(items: pd.DataFrame, eta: float, path: Path) -> Path:
     """Per judge: densities of s_j for correct and wrong verdicts, and the sorted scores
     with the flip threshold."""
     judges = sorted(items["judge"].unique())
-    fig, axes = plt.subplots(2, len(judges), figsize=(3.2 * len(judges), 5.5), squeeze=False)
+    # fixed margins, not tight_layout (a second full draw), and one step outline per
+    # density, not a bar patch per bin: a stage draws six of these figures
+    fig, axes = plt.subplots(2, len(judges), figsize=(3.2 * len(judges), 5.5), squeeze=False,
+                             gridspec_kw=dict(left=0.04, right=0.99, bottom=0.09, top=0.94, wspace=0.3,
+                                              hspace=0.3))
+    bins = np.linspace(0, 1, 21)
     for k, judge in enumerate(judges):
         sub = items[items.judge == judge]
-        right = sub["verdict"] == sub["human"]
-        bins = np.linspace(0, 1, 21)
-        axes[0, k].hist(sub.loc[right, "score"], bins, alpha=0.6, density=True, label="judge right")
-        axes[0, k].hist(sub.loc[~right, "score"], bins, alpha=0.6, density=True, label="judge wrong")
+        score = sub["score"].to_numpy(dtype=float)
+        right = (sub["verdict"] == sub["human"]).to_numpy()
+        for mask, label in ((right, "judge right"), (~right, "judge wrong")):
+            if mask.any():
+                density, _ = np.histogram(score[mask], bins, density=True)
+                axes[0, k].stairs(density, bins, fill=True, alpha=0.6, label=label)
         axes[0, k].axvline(eta, color="black", ls="--", lw=0.8)
         axes[0, k].set_title(judge[:28], fontsize=8)
-        axes[1, k].plot(np.sort(sub["score"].to_numpy()), lw=1)
+        axes[1, k].plot(np.sort(score), lw=1)
         axes[1, k].axhline(eta, color="black", ls="--", lw=0.8)
         axes[1, k].set_xlabel("rank")
     axes[0, 0].legend(fontsize=7)
     axes[0, 0].set_ylabel("density of s_j")
     axes[1, 0].set_ylabel("sorted s_j (dashed: eta)")
-    fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
@@ -61,29 +68,53 @@ def plot_projection(items: pd.DataFrame, path: Path) -> Path:
     return path
 
 
+_RINGS = (0.25, 0.5, 0.75, 1.0)
+
+
+def _radar(ax, labels: list[str], series: dict[str, np.ndarray]) -> None:
+    """A radar chart on plain axes (spokes from the top, counter-clockwise; rings at
+    0.25..1 with the 0.5 and 1 rings labelled): a polar Axes costs several times more to
+    build and draw, and the stage draws one per judge and condition."""
+    angles = np.linspace(0, 2 * np.pi, len(labels), endpoint=False) + np.pi / 2
+    closed = np.append(angles, angles[0])
+    grid = [np.c_[r * np.cos(closed), r * np.sin(closed)] for r in _RINGS]
+    grid += [np.array([[0.0, 0.0], [np.cos(a), np.sin(a)]]) for a in angles]
+    ax.add_collection(LineCollection(grid, colors="0.82", linewidths=0.6))
+    for name, values in series.items():
+        v = np.append(values, values[0])
+        ax.plot(v * np.cos(closed), v * np.sin(closed), lw=1.2, label=name)
+    for a, label in zip(angles, labels):
+        ax.text(1.14 * np.cos(a), 1.14 * np.sin(a), label, ha="center", va="center", fontsize=7)
+    between = angles[0] + np.pi / len(labels)  # ring values halfway to the next spoke
+    for r in (0.5, 1.0):
+        ax.text(r * np.cos(between), r * np.sin(between), f"{r:g}", fontsize=6, color="0.45",
+                ha="center", va="center")
+    ax.set_xlim(-1.35, 1.35)
+    ax.set_ylim(-1.3, 1.3)
+    ax.set_aspect("equal")
+    ax.axis("off")
+
+
 def plot_radar(table: pd.DataFrame, path: Path) -> Path:
     """Consistency with human labels per question type, before and after adjustment: one
     panel per judge (and per condition, one row each, where the table has conditions)."""
     judges = sorted(table["judge"].unique())
     conditions = list(dict.fromkeys(table["condition"])) if "condition" in table else [None]
     qtypes = sorted(set(table["qtype"]) - {"all"})
-    angles = np.linspace(0, 2 * np.pi, len(qtypes), endpoint=False).tolist()
-    fig, axes = plt.subplots(len(conditions), len(judges), subplot_kw={"projection": "polar"},
-                             figsize=(3.2 * len(judges), 3.4 * len(conditions)), squeeze=False)
+    fig, axes = plt.subplots(len(conditions), len(judges), figsize=(3.2 * len(judges), 3.4 * len(conditions)),
+                             squeeze=False, gridspec_kw=dict(left=0.01, right=0.99, bottom=0.01,
+                                                             top=1 - 0.35 / len(conditions), wspace=0.1,
+                                                             hspace=0.2))
     for (i, condition), (k, judge) in ((a, b) for a in enumerate(conditions) for b in enumerate(judges)):
-        ax = axes[i, k]
         sub = table[table.judge == judge]
         if condition is not None:
             sub = sub[sub.condition == condition]
         sub = sub.set_index("qtype").reindex(qtypes)
-        for col, label in (("cons_orig", "original"), ("cons_adj", "adjusted")):
-            values = sub[col].tolist()
-            ax.plot(angles + angles[:1], values + values[:1], label=label)
-        ax.set_xticks(angles, qtypes, fontsize=7)
-        ax.set_ylim(0, 1)
-        ax.set_title(judge[:28] if condition is None else f"{judge[:24]}, {condition}", fontsize=8)
-    axes[0, 0].legend(fontsize=7, loc="lower left")
-    fig.tight_layout()
+        _radar(axes[i, k], qtypes, {"original": sub["cons_orig"].to_numpy(dtype=float),
+                                    "adjusted": sub["cons_adj"].to_numpy(dtype=float)})
+        axes[i, k].set_title(judge[:28] if condition is None else f"{judge[:24]}, {condition}", fontsize=8)
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="upper left", fontsize=8, ncol=2,
+               title="consistency with the human label", title_fontsize=8)
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
