@@ -478,8 +478,10 @@ class Scale(_Strict):
     """Where work runs: judging in-process or sharded over a Dask cluster (local or
     remote); a stage's independent heavy tasks (model builds, students, reward models,
     robustness sub-audits) over ``processes`` worker processes of one torch thread each.
-    Results do not depend on either, to the last bit: each task is seeded and runs alone on
-    one torch thread, in a worker or in-process (flows/runners.py)."""
+    Results do not depend on ``processes``, to the last bit: each task is seeded and runs
+    alone on one torch thread, in a worker or in-process (flows/runners.py). Judging over
+    Dask gives the in-process verdicts to within 1e-5 (its workers run one thread each, the
+    in-process judge every core), the last bits of p_a, not to the bit."""
 
     runner: Literal["local", "dask"] = "local"
     workers: int = Field(ge=1, default=2)  # local Dask cluster: worker processes
