@@ -3,7 +3,10 @@ resamples) timed, and the same annotations through AlpacaEval's own length-contr
 code, side by side, in one run.
 
 AlpacaEval's code (the ``alpaca-eval`` package from PyPI) is installed by this script into
-its own virtual environment (``bench/.venv-alpaca-eval``, never the project's). It fetches
+its own virtual environment, never the project's and outside the checkout
+(``$XDG_CACHE_HOME/judgeaudit/venv-alpaca-eval``, ``~/.cache`` by default), so that nothing
+that walks the source tree (linters, greps, audits of unsafe loading) reads its third-party
+code. It fetches
 its instruction difficulty and its gamed-baseline annotations from a hub even for its
 smaller GLMs, which cannot run here: this script hands it, in place of that download,
 the instruction difficulty judgeaudit estimated and judgeaudit's stand-in for the gamed
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -45,7 +49,7 @@ from judgeaudit.pipeline.leaderboard import LeaderboardSettings, build_leaderboa
 from judgeaudit.sources import read_source
 
 HERE = Path(__file__).resolve().parent
-VENV = HERE / ".venv-alpaca-eval"
+VENV = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "judgeaudit" / "venv-alpaca-eval"
 PACKAGE = "alpaca-eval==0.6.6"
 
 # runs inside AlpacaEval's environment: its GLM on each model, the difficulty handed over
@@ -74,6 +78,7 @@ def ensure_venv() -> Path:
     python = VENV / "bin" / "python"
     if not python.exists():
         print(f"installing {PACKAGE} into {VENV} (its own environment) ...", flush=True)
+        VENV.parent.mkdir(parents=True, exist_ok=True)
         subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
         subprocess.run([str(python), "-m", "pip", "install", "-q", PACKAGE], check=True)
     return python

@@ -50,7 +50,7 @@ def parallel(scale: Scale):
 
         return _pool_ending_its_workers_on_error()(max_workers=scale.processes, initializer=_one_thread,
                                                    initargs=(os.getpid(),))
-    return _in_process_on_one_thread()()
+    return _in_process_on_one_thread()(max_workers=1)
 
 
 def _in_process_on_one_thread() -> type:
@@ -59,9 +59,6 @@ def _in_process_on_one_thread() -> type:
     from prefect.task_runners import ThreadPoolTaskRunner
 
     class InProcess(ThreadPoolTaskRunner):
-        def __init__(self, max_workers: int = 1) -> None:  # Prefect's duplicate() passes it
-            super().__init__(max_workers=max_workers)
-
         def __enter__(self):
             import torch
 
