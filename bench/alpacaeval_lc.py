@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+import judgeaudit.audits.l1_logistic  # noqa: F401  the exact path's torch, imported before any fit is timed
 from judgeaudit.audits.stats import BootstrapSettings
 from judgeaudit.audits.win_rates import (
     LCSettings,
