@@ -30,8 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(stage: str | None, params_path: str, root: str) -> int:
-    """The stage's Prefect flow (the whole audit for None), on a temporary Prefect server
-    unless one is configured."""
+    """The stage's Prefect flow (the whole audit for None), on the Prefect server
+    PREFECT_API_URL names; else, under `dvc repro`, the server the DVC run's stages share;
+    else a temporary server of its own."""
     from judgeaudit.config import load_params
 
     params = load_params(params_path)  # fail fast, before any server starts
@@ -43,33 +44,24 @@ def run(stage: str | None, params_path: str, root: str) -> int:
 
     if stage and (missing := missing_upstream(stage, root)):
         raise FileNotFoundError(missing)  # said before any server starts
-    from flows.server import exit_on_sigterm, launch, prefect_api, reserve_api_url, stop
+    from flows.server import exit_on_sigterm, run_api
 
-    reserved = reserve_api_url()  # before anything imports Prefect
-    # the server's start is the stage's critical path: launched before any heavy import
-    server = launch(reserved) if reserved else None
-    try:
-        exit_on_sigterm()
+    exit_on_sigterm()
+    loaded = []
+    started = time.monotonic()
+
+    def meanwhile() -> None:  # while the server starts (on two cores the two overlap)
         from judgeaudit.tables import remove_leftovers
 
         for path in remove_leftovers(root):
             print(f"judgeaudit: removed {path}, left by an interrupted write", file=sys.stderr)
-        loaded = []
-        started = time.monotonic()
+        loaded.append(load_flow(stage))  # one stage loads only its own module
+        from judgeaudit.schemas.validate import warm_up
 
-        def meanwhile() -> None:  # while the server starts (on two cores the two overlap)
-            loaded.append(load_flow(stage))  # one stage loads only its own module
-            from judgeaudit.schemas.validate import warm_up
+        warm_up()  # Great Expectations' import and context: 4 s per stage otherwise
 
-            warm_up()  # Great Expectations' import and context: 4 s per stage otherwise
-
-        with prefect_api(reserved, meanwhile=meanwhile, server=server):
-            result = loaded[0](params_path=params_path, root=root)
-    finally:
-        if server is not None:
-            stop(server)  # stopped already, unless something failed before prefect_api took it
-        if reserved:
-            os.environ.pop("PREFECT_API_URL", None)
+    with run_api(meanwhile=meanwhile):  # the server: the user's, the DVC run's, or this run's own
+        result = loaded[0](params_path=params_path, root=root)
     shown = f"{len(result)} results" if isinstance(result, (list, dict)) else result
     print(f"judgeaudit: {stage or 'full audit'} done in {time.monotonic() - started:.0f} s: {shown}")
     return 0

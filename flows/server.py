@@ -1,23 +1,31 @@
-"""The Prefect API a `judgeaudit run` reports to: the one PREFECT_API_URL names, or a
+"""The Prefect API a `judgeaudit run` reports to: the one PREFECT_API_URL names; else,
+for a stage that `dvc repro` (or `dvc exp run`) runs, one local server that every stage
+of that DVC run shares, started by the first and stopped when DVC exits; else a
 temporary local server that lives exactly as long as the run.
 
 Prefect's own ephemeral server is stopped by an ``atexit`` hook, which never runs when
 the run is killed (SIGKILL, or SIGTERM without a handler), so the server outlived every
 killed run, still listening. This one is started with the kernel's parent-death signal
 (Linux ``PR_SET_PDEATHSIG``): whatever kills the run, the server gets SIGTERM and stops.
+The shared server outlives the stage that started it, so it watches the DVC process
+instead (``python -m flows.server``): once that is gone, however it ended, the server stops.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import http.client
 import importlib.util
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -65,15 +73,138 @@ def launch(url: str, env: dict[str, str] | None = None) -> subprocess.Popen:
         preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
 
 
+# -- one server for the stages of one DVC run ---------------------------------------------
+def _stat(pid: int) -> tuple[int, int]:
+    """(parent pid, start time in clock ticks since boot) from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[1]), int(fields[19])
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` runs (neither gone nor a zombie)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _alive(owner: tuple[int, int]) -> bool:
+    """Whether process ``owner`` (pid, start time) still runs: a pid the kernel gave to a
+    newer process has another start time."""
+    try:
+        return _running(owner[0]) and _stat(owner[0])[1] == owner[1]
+    except (OSError, IndexError, ValueError):
+        return False
+
+
+def dvc_owner() -> tuple[int, int] | None:
+    """The DVC process (pid, start time) whose stage this process runs, or None: not under
+    DVC, or not Linux. DVC puts ``DVC_STAGE`` in each stage command's environment (and so
+    its shell's); the nearest ancestor without it is DVC itself."""
+    if "DVC_STAGE" not in os.environ or not sys.platform.startswith("linux"):
+        return None
+    pid = os.getppid()
+    try:
+        while pid > 1:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            if not any(item.startswith(b"DVC_STAGE=") for item in environ):
+                return pid, _stat(pid)[1]
+            pid = _stat(pid)[0]
+    except (OSError, ValueError):  # another user's process, or gone: no sharing
+        return None
+    return None
+
+
+def _records() -> Path:
+    folder = Path(tempfile.gettempdir()) / f"judgeaudit-prefect-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return folder
+
+
+def shared_server(owner: tuple[int, int]) -> tuple[str, int]:
+    """(API URL, server pid) of the server the stages of DVC run ``owner`` share, started
+    here (not waited for) if none runs yet. Its record, in a per-user temporary folder,
+    names it for the next stages; the server removes it when it stops."""
+    folder = _records()
+    record = folder / f"{owner[0]}-{owner[1]}.json"
+    with open(folder / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # stages of one DVC run are serial; `dvc exp run -j` is not
+        try:
+            known = json.loads(record.read_text())
+            if _alive((known["pid"], known["start"])):
+                return known["url"], known["pid"]
+        except (OSError, ValueError, KeyError):
+            pass
+        for stale in folder.glob("*-*.json"):  # left by a server killed with SIGKILL
+            pid, _, start = stale.stem.partition("-")
+            if not _alive((int(pid), int(start))):
+                stale.unlink(missing_ok=True)
+        url = f"http://127.0.0.1:{free_port()}/api"
+        log = open(record.with_suffix(".log"), "ab")
+        server = subprocess.Popen(
+            [sys.executable, "-m", "flows.server", str(owner[0]), str(owner[1]), url, str(record)],
+            env={**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1"},
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log,  # never DVC's pipes: it may read them to EOF
+            start_new_session=True)  # outlives this stage; the DVC run's end stops it
+        log.close()
+        record.write_text(json.dumps({"url": url, "pid": server.pid, "start": _stat(server.pid)[1]}))
+        return url, server.pid
+
+
+def _serve_while(owner: tuple[int, int], url: str, record: Path) -> None:
+    """Serve Prefect's API on ``url`` until the DVC process ``owner`` is gone."""
+    import uvicorn
+
+    def watch() -> None:
+        while _alive(owner):
+            time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGTERM)  # uvicorn's own graceful shutdown
+        time.sleep(10)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+    exit_on_sigterm()  # uvicorn raises the signal again once it has shut down: then the cleanup below
+    try:
+        uvicorn.run("prefect.server.api.server:create_app", factory=True, host="127.0.0.1",
+                    port=urlsplit(url).port, log_level="error", lifespan="on")
+    finally:
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            if json.loads(record.read_text())["pid"] == os.getpid():
+                record.unlink()
+                record.with_suffix(".log").unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def run_api(meanwhile: Callable[[], object] | None = None) -> Iterator[str]:
+    """The Prefect API of one run (see the module's docstring), its URL in the environment
+    before Prefect is imported; ``meanwhile`` runs while a server starts."""
+    if os.environ.get("PREFECT_API_URL"):
+        with prefect_api(meanwhile=meanwhile) as url:
+            yield url
+        return
+    owner = dvc_owner()
+    url, shared = shared_server(owner) if owner else (f"http://127.0.0.1:{free_port()}/api", None)
+    os.environ["PREFECT_API_URL"] = url  # before anything imports Prefect
+    server = None if shared else launch(url)  # the server's start is the run's critical path
+    try:
+        with prefect_api(url, meanwhile=meanwhile, server=server, shared=shared) as got:
+            yield got
+    finally:
+        if server is not None:
+            stop(server)  # stopped already, unless something failed before prefect_api took it
+        os.environ.pop("PREFECT_API_URL", None)
+
+
 @contextlib.contextmanager
 def prefect_api(reserved: str | None = None, startup_timeout_s: float = 180.0,
                 meanwhile: Callable[[], object] | None = None,
-                server: subprocess.Popen | None = None) -> Iterator[str]:
+                server: subprocess.Popen | None = None, shared: int | None = None) -> Iterator[str]:
     """Yield the API URL; a temporary server started here (on ``reserved``, from
     ``reserve_api_url``, or a free port), or ``server`` (``launch``ed on ``reserved``
-    already), is stopped on the way out and dies with this process if it is killed.
-    ``meanwhile`` (e.g. importing the stage's code) runs while the server starts: on two
-    cores the two overlap."""
+    already), is stopped on the way out and dies with this process if it is killed;
+    ``shared``: the pid of a server on ``reserved`` that another process stops
+    (``shared_server``). ``meanwhile`` (e.g. importing the stage's code) runs while the
+    server starts: on two cores the two overlap."""
     from prefect.settings import (
         PREFECT_API_URL,
         PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
@@ -87,29 +218,32 @@ def prefect_api(reserved: str | None = None, startup_timeout_s: float = 180.0,
         yield PREFECT_API_URL.value()
         return
     url = reserved or f"http://127.0.0.1:{free_port()}/api"
-    if server is None:  # the settings of this process (a profile, temporary settings) go with it
+    if server is None and shared is None:  # the settings of this process (a profile...) go with it
         server = launch(url, get_current_settings().to_environment_variables(exclude_unset=True))
     try:
         if meanwhile is not None:
             meanwhile()
         deadline = time.monotonic() + startup_timeout_s
         while True:
-            if server.poll() is not None:
+            if server is not None and server.poll() is not None:
                 raise RuntimeError(f"the temporary Prefect server exited with code {server.returncode}")
+            if shared is not None and not _running(shared):
+                raise RuntimeError(f"the Prefect server this DVC run's stages share (pid {shared}) exited")
             if _healthy(url):
                 break
             if time.monotonic() > deadline:
-                raise RuntimeError(f"the temporary Prefect server did not answer on {url} within "
+                raise RuntimeError(f"the Prefect server did not answer on {url} within "
                                    f"{startup_timeout_s:.0f} s")
             time.sleep(0.1)
-        print(f"judgeaudit: temporary Prefect server on {url} (set PREFECT_API_URL to use your own)",
-              file=sys.stderr)
+        which = "the Prefect server this DVC run's stages share" if shared else "temporary Prefect server"
+        print(f"judgeaudit: {which} on {url} (set PREFECT_API_URL to use your own)", file=sys.stderr)
         # worker processes (Dask, process pools) report to it too; a reserved URL is in the
         # environment already, and whoever reserved it takes it out
         os.environ["PREFECT_API_URL"] = url
         try:
             # no flow-run heartbeats: they let a long-lived server mark a crashed run, and
-            # this one dies with the run; each flow's exit waited up to 1 s on their thread
+            # this one dies with the run (or the DVC run); each flow's exit waited up to 1 s on
+            # their thread
             with temporary_settings(updates={PREFECT_API_URL: url, PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
                 try:
                     yield url
@@ -119,7 +253,8 @@ def prefect_api(reserved: str | None = None, startup_timeout_s: float = 180.0,
             if reserved is None:
                 os.environ.pop("PREFECT_API_URL", None)
     finally:
-        stop(server)
+        if server is not None:
+            stop(server)
 
 
 def _healthy(url: str) -> bool:
@@ -166,3 +301,7 @@ def exit_on_sigterm() -> None:
         raise SystemExit(128 + signum)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, handler)
+
+
+if __name__ == "__main__":  # the shared server (shared_server): OWNER_PID OWNER_START URL RECORD
+    _serve_while((int(sys.argv[1]), int(sys.argv[2])), sys.argv[3], Path(sys.argv[4]))

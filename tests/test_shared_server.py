@@ -1,0 +1,116 @@
+"""The stages of one `dvc repro` share one Prefect server: the first stage starts it, the
+next ones find it, and it stops once DVC has exited, however DVC ended (a real `dvc repro`
+of two stages, each a real flow run, in a temporary git repository)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the shared server watches DVC through /proc (Linux)")
+
+_STAGE = """
+import json, os, sys, time
+from flows.server import run_api
+
+with run_api() as url:
+    from prefect import flow
+    from prefect.settings import get_current_settings
+
+    @flow
+    def stage():
+        return get_current_settings().flows.heartbeat_frequency
+
+    beat = stage()
+    server = [p for p in os.listdir(sys.argv[2]) if p.endswith(".json")]
+    record = json.loads(open(os.path.join(sys.argv[2], server[0])).read()) if server else None
+json.dump({"url": url, "heartbeat": beat, "record": record}, open(sys.argv[1], "w"))
+time.sleep(float(sys.argv[3]))
+"""
+
+_DVC_YAML = """
+stages:
+  one:
+    cmd: {python} stage.py one.json {records} 0
+    outs: [one.json]
+  two:
+    cmd: {python} stage.py two.json {records} {linger}
+    deps: [one.json]
+    outs: [two.json]
+"""
+
+
+def _repo(tmp_path: Path, linger: float) -> tuple[Path, dict, Path]:
+    repo, tmp = tmp_path / "repo", tmp_path / "tmp"
+    repo.mkdir()
+    tmp.mkdir()
+    records = tmp / f"judgeaudit-prefect-{os.getuid()}"
+    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "DVC_STAGE", "DVC_ROOT")}
+    env.update(PATH=str(Path(sys.executable).parent) + ":" + env["PATH"], TMPDIR=str(tmp),
+               PYTHONPATH=str(ROOT), PREFECT_SERVER_ANALYTICS_ENABLED="false",
+               GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
+    (repo / "stage.py").write_text(_STAGE)
+    (repo / "dvc.yaml").write_text(_DVC_YAML.format(python=sys.executable, records=records, linger=linger))
+    for cmd in (["git", "init", "-q"], ["dvc", "init", "-q"]):
+        subprocess.run(cmd, cwd=repo, env=env, check=True, capture_output=True, timeout=120)
+    return repo, env, records
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _gone(pid: int, within_s: float = 20) -> bool:
+    deadline = time.monotonic() + within_s
+    while _running(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return not _running(pid)
+
+
+def test_the_stages_of_a_dvc_run_share_one_server_that_stops_with_dvc(tmp_path):
+    repo, env, records = _repo(tmp_path, linger=0)
+    out = subprocess.run(["dvc", "repro"], cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    one, two = (json.loads((repo / f"{name}.json").read_text()) for name in ("one", "two"))
+    assert one["url"] == two["url"] and one["record"]["url"] == one["url"]
+    assert one["record"]["pid"] == two["record"]["pid"]  # one server process for both stages
+    assert (out.stdout + out.stderr).count("the Prefect server this DVC run's stages share") == 2
+    assert one["heartbeat"] is None and two["heartbeat"] is None  # it dies with the run: nothing to watch
+    assert _gone(one["record"]["pid"]), "the shared server outlived `dvc repro`"
+    deadline = time.monotonic() + 10
+    while list(records.glob("*.json")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert list(records.glob("*.json")) == [], "the stopped server left its record"
+
+
+def test_the_shared_server_stops_when_dvc_is_killed(tmp_path):
+    repo, env, _ = _repo(tmp_path, linger=600)  # the second stage waits after its flow
+    proc = subprocess.Popen(["dvc", "repro"], cwd=repo, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not (repo / "two.json").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "dvc repro never reached its second stage"
+            time.sleep(0.2)
+        time.sleep(0.5)
+        server = json.loads((repo / "two.json").read_text())["record"]["pid"]
+        assert _running(server)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+        assert _gone(server), "the shared server outlived the killed `dvc repro`"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # the orphaned stage that still sleeps
