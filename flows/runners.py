@@ -1,10 +1,44 @@
 """Task runners chosen in params.yaml (``scale``): judging in-process, or sharded over
 a Dask cluster, a local one with N worker processes or an existing scheduler; a stage's
-independent heavy tasks over a pool of worker processes."""
+independent heavy tasks over a pool of worker processes. Each stage shows one progress
+bar, of its tasks done: the models' own per-call bars are off in the stages."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, TypeVar
+
+from tqdm.auto import tqdm
+
 from judgeaudit.config import Scale
+
+T = TypeVar("T")
+
+
+def stage_bar(total: int = 0) -> tqdm:
+    """The stage's one progress bar, named for the running flow, counting its tasks."""
+    from prefect.context import FlowRunContext
+
+    context = FlowRunContext.get()
+    name = context.flow.name if context and context.flow else "stage"
+    return tqdm(total=total, desc=name, unit="task", dynamic_ncols=True, delay=1)  # shown from the first task's end
+
+
+def tracked(items: Sequence[T]) -> Iterator[T]:
+    """``items`` one by one, the stage's bar advancing after each (tasks run in turn)."""
+    with stage_bar(len(items)) as bar:
+        for item in items:
+            yield item
+            bar.update()
+
+
+def results(futures: Iterable[Any]) -> list:
+    """The futures' results in their order, the stage's bar advancing as each task ends."""
+    futures = list(futures)
+    with stage_bar(len(futures)) as bar:
+        for future in futures:
+            future.add_done_callback(lambda _: bar.update())
+        return [future.result() for future in futures]
 
 
 def task_runner(scale: Scale):
@@ -48,9 +82,32 @@ def parallel(scale: Scale):
     if scale.processes > 1:
         import os
 
-        return _pool_ending_its_workers_on_error()(max_workers=scale.processes, initializer=_one_thread,
-                                                   initargs=(os.getpid(),))
-    return _in_process_on_one_thread()(max_workers=1)
+        return _with_bar(_pool_ending_its_workers_on_error())(max_workers=scale.processes, initializer=_one_thread,
+                                                              initargs=(os.getpid(),))
+    return _with_bar(_in_process_on_one_thread())(max_workers=1)
+
+
+def _with_bar(runner: type) -> type:
+    """``runner`` with the stage's bar: each submitted task adds to its total, each ended
+    one advances it."""
+    class WithBar(runner):
+        def __enter__(self):
+            self._bar = stage_bar()
+            return super().__enter__()
+
+        def submit(self, task, parameters=None, wait_for=None, dependencies=None):
+            future = super().submit(task, parameters, wait_for, dependencies)
+            self._bar.total += 1
+            future.add_done_callback(lambda _: self._bar.update())
+            return future
+
+        def __exit__(self, exc_type, exc_value, traceback) -> None:
+            try:
+                super().__exit__(exc_type, exc_value, traceback)
+            finally:
+                self._bar.close()
+
+    return WithBar
 
 
 def _in_process_on_one_thread() -> type:

@@ -1,14 +1,18 @@
 """A stage's heavy tasks run on one torch thread wherever they run (a worker process or the
 stage's own process), so ``scale.processes``, which DVC does not track, changes no bit of
-a table; the stage process gets its own thread count back afterwards."""
+a table; the stage process gets its own thread count back afterwards. Each stage shows
+one progress bar, of its tasks."""
 
 from __future__ import annotations
+
+import time
 
 import pytest
 import torch
 from prefect import flow, task
+from prefect.task_runners import ThreadPoolTaskRunner
 
-from flows.runners import parallel
+from flows.runners import parallel, results, tracked
 from judgeaudit.config import Scale
 
 
@@ -32,6 +36,28 @@ def test_tasks_run_on_one_torch_thread(prefect_server, processes):
         assert torch.get_num_threads() == 2  # the stage's own computations keep theirs
     finally:
         torch.set_num_threads(before)
+
+
+@task
+def _work() -> int:
+    time.sleep(0.6)  # a bar shows from its first second on (short stages show none)
+    return 1
+
+
+@flow(name="bar-stage", task_runner=ThreadPoolTaskRunner(max_workers=1))  # the judge stage's, in-process
+def _three_ways() -> int:
+    with parallel(Scale(processes=1)) as runner:
+        pooled = [runner.submit(_work, {}) for _ in range(3)]
+        [f.result() for f in pooled]
+    in_turn = [_work() for _ in tracked([1, 2])]
+    return len(results([_work.submit() for _ in range(4)])) + len(in_turn)
+
+
+def test_each_stage_shows_one_bar_of_its_tasks(prefect_server, capfd):
+    assert _three_ways() == 6
+    err = capfd.readouterr().err
+    for done in ("3/3", "2/2", "4/4"):  # the runner's, tracked's and results' bars, each at its end
+        assert f"bar-stage: 100%|" in err and f"| {done} [" in err, (done, err[-3000:])
 
 
 def test_the_in_process_runner_duplicates():

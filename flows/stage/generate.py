@@ -8,6 +8,7 @@ import pandas as pd
 from prefect import flow, task
 
 from flows.common import publish, read
+from flows.runners import tracked
 from judgeaudit.config import Params, load_params
 from judgeaudit.pipeline import generate
 from judgeaudit.layout import Layout
@@ -32,5 +33,5 @@ def generate_flow(params_path: str = "params.yaml", root: str = "data") -> int:
     params, layout = load_params(params_path), Layout(Path(root))
     prompts = read(layout.prompts, "prompts", layout)
     frames = [generate_answers(params, g, prompts, Path(params.spec_for(g, layout.models).path), str(layout.root))
-              for g in params.leakage.generators]
+              for g in tracked(params.leakage.generators)]
     return len(publish(frames, "synthetic", "generate", layout.synthetic, layout))

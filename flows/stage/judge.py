@@ -10,7 +10,7 @@ import pandas as pd
 from prefect import flow, task
 
 from flows.common import publish, read
-from flows.runners import task_runner
+from flows.runners import results, task_runner
 from judgeaudit.config import Params, load_params
 from judgeaudit import resolve
 from judgeaudit.judging import student_pairs
@@ -39,7 +39,7 @@ def judge_shards(params_path: str, root: str, pairs: pd.DataFrame) -> list[pd.Da
     shards = np.array_split(np.arange(len(pairs)), min(params.scale.shards_per_judge, len(pairs)))
     futures = [judge_pairs.submit(params, j, pairs.iloc[idx].reset_index(drop=True), Path(j.spec.path))
                for j in resolve.judges(params, layout.models) for idx in shards]
-    return [f.result() for f in futures]
+    return results(futures)
 
 
 @flow(name="judge")

@@ -8,6 +8,7 @@ import pandas as pd
 from prefect import flow, task
 
 from flows.common import publish, read, upstream
+from flows.runners import tracked
 from judgeaudit.config import Params, load_params
 from judgeaudit.training import students
 from judgeaudit.layout import Layout
@@ -32,5 +33,5 @@ def respond_flow(params_path: str = "params.yaml", root: str = "data") -> int:
     synthetic = read(layout.synthetic, "synthetic", layout)
     index = upstream(layout.student_index, "student_index", layout, ("student_id", "path", "method"))
     frames = [respond(params, s, prompts, synthetic, Path(layout.from_stored(s["path"])), str(layout.root))
-              for s in index.to_dict("records")]
+              for s in tracked(index.to_dict("records"))]
     return len(publish(frames, "responses", "respond", layout.responses, layout))

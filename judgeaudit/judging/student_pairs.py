@@ -64,7 +64,7 @@ def load_judge(judge: RosterJudge, progress: bool = False) -> LanguageModel:
     return load_model(judge.spec, name=judge.name, progress=progress)
 
 
-def judge_pairs(judge: RosterJudge, pairs: pd.DataFrame, settings: Judge, seed: int, progress: bool = True,
+def judge_pairs(judge: RosterJudge, pairs: pd.DataFrame, settings: Judge, seed: int, progress: bool = False,
                 verdicts: Callable[..., dict] = verdicts_both_orders,
                 model: LanguageModel | None = None) -> pd.DataFrame:
     """One judge's verdicts on ``pairs``, two rows per pair (orders AB and BA);

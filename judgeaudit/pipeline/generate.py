@@ -10,7 +10,7 @@ from judgeaudit.layout import Layout
 
 
 def generate_answers(params: Params, generator: str, prompts: pd.DataFrame, layout: Layout,
-                     progress: bool = True) -> pd.DataFrame:
+                     progress: bool = False) -> pd.DataFrame:
     """The generator's answers to every training prompt. An empty answer is re-drawn
     once with temperature 1; if still empty it stays, and validation reports it."""
     model = load_model(params.spec_for(generator, layout.models), name=generator, progress=progress)

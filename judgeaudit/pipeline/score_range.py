@@ -110,7 +110,7 @@ def score_range_pairs(params: Params) -> list[ScoreJudge]:
     return _pairs(sources(params)[0])
 
 
-def score_range_stage(params: Params, layout: Layout, progress: bool = True,
+def score_range_stage(params: Params, layout: Layout, progress: bool = False,
                       trained: dict[str, ModelSpec] | None = None, only: list[int] | None = None
                       ) -> tuple[pd.DataFrame, pd.DataFrame, dict, pd.DataFrame]:
     """(per-item scores, correlation table, summary with the chosen lambda/t and the

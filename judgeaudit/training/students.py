@@ -81,7 +81,7 @@ def train_student(base: str, spec: ModelSpec, generator: str, method: str, synth
 
 
 def respond(student: dict, base_spec: ModelSpec, prompts: pd.DataFrame, synthetic: pd.DataFrame,
-            layout: Layout, max_new_tokens: int, seed: int, progress: bool = True) -> pd.DataFrame:
+            layout: Layout, max_new_tokens: int, seed: int, progress: bool = False) -> pd.DataFrame:
     """One student's greedy answers (``max_new_tokens`` at most) to the eval prompts (ICL:
     few-shot context first); ``base_spec``: the spec its base loads with."""
     spec = base_spec.model_copy(update={"path": layout.from_stored(student["path"])})
