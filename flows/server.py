@@ -137,8 +137,9 @@ def shared_server(owner: tuple[int, int]) -> tuple[str, int]:
             pass
         for stale in folder.glob("*-*.json"):  # left by a server killed with SIGKILL
             pid, _, start = stale.stem.partition("-")
-            if not _alive((int(pid), int(start))):
+            if not (pid.isdigit() and start.isdigit() and _alive((int(pid), int(start)))):
                 stale.unlink(missing_ok=True)
+                stale.with_suffix(".log").unlink(missing_ok=True)
         url = f"http://127.0.0.1:{free_port()}/api"
         log = open(record.with_suffix(".log"), "ab")
         server = subprocess.Popen(
