@@ -172,7 +172,8 @@ def _serve_while(owner: tuple[int, int], url: str, record: Path) -> None:
         with contextlib.suppress(OSError, ValueError, KeyError):
             if json.loads(record.read_text())["pid"] == os.getpid():
                 record.unlink()
-                record.with_suffix(".log").unlink(missing_ok=True)
+                if not _alive(owner):  # stopped with the DVC run; a server that failed keeps its log
+                    record.with_suffix(".log").unlink(missing_ok=True)
 
 
 @contextlib.contextmanager
@@ -229,7 +230,8 @@ def prefect_api(reserved: str | None = None, startup_timeout_s: float = 180.0,
             if server is not None and server.poll() is not None:
                 raise RuntimeError(f"the temporary Prefect server exited with code {server.returncode}")
             if shared is not None and not _running(shared):
-                raise RuntimeError(f"the Prefect server this DVC run's stages share (pid {shared}) exited")
+                raise RuntimeError(f"the Prefect server this DVC run's stages share (pid {shared}) exited; "
+                                   f"its log is in {_records()}")
             if _healthy(url):
                 break
             if time.monotonic() > deadline:
