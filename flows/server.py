@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import fcntl
 import http.client
 import importlib.util
 import json
@@ -125,6 +124,8 @@ def shared_server(owner: tuple[int, int]) -> tuple[str, int]:
     """(API URL, server pid) of the server the stages of DVC run ``owner`` share, started
     here (not waited for) if none runs yet. Its record, in a per-user temporary folder,
     names it for the next stages; the server removes it when it stops."""
+    import fcntl  # POSIX only, as is the sharing (dvc_owner)
+
     folder = _records()
     record = folder / f"{owner[0]}-{owner[1]}.json"
     with open(folder / "lock", "w") as lock:
