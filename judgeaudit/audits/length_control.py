@@ -21,7 +21,6 @@ import re
 import numpy as np
 import pandas as pd
 
-from judgeaudit.audits.l2_logistic import fit_l2_logistic
 
 STYLE = {"markdown": re.compile(r"\*\*|^#+ |^\s*[-*] |^\s*\d+\. ", re.M), "exclaim": re.compile(r"!"),
          "lines": re.compile(r"\n")}
@@ -57,6 +56,8 @@ def _design(frame: pd.DataFrame, cells: list, controls: tuple[str, ...], weights
 def _fit(frame: pd.DataFrame, cells: list, controls: tuple[str, ...], weights: np.ndarray) -> np.ndarray:
     """Coefficients (resamples, cell intercepts then control slopes), one row per row of
     ``weights``; the fractional outcome as two weighted rows, as scikit-learn is given it."""
+    from judgeaudit.audits.l2_logistic import fit_l2_logistic  # torch: only where a fit runs
+
     y = frame["score"].to_numpy()
     return fit_l2_logistic(_design(frame, cells, controls, weights), weights * (y + 1e-9),
                            weights * (1 - y + 1e-9), C)

@@ -20,7 +20,6 @@ from judgeaudit.judging.student_pairs import load_judge
 from judgeaudit.models import load_model
 from judgeaudit.layout import Layout
 from judgeaudit.sources.mcq_benchmarks import RealItems, read_gsm8k, read_mmlu
-from judgeaudit.training.trainers import sft
 
 
 def agent_probe(params: Params, layout: Layout) -> dict:
@@ -90,6 +89,8 @@ def benchmarks(params: Params, only: str | None = None) -> tuple[dict[str, Bench
 
 def contaminate(params: Params, layout: Layout, out: Path) -> Path:
     """``boat.model`` fine-tuned on every benchmark's test items, written to ``out``."""
+    from judgeaudit.training.trainers import sft  # torch and trl: only where the model is trained
+
     cfg = params.boat
     spec = params.spec_for(cfg.model, layout.models)
     clean = load_model(spec, name=cfg.model)

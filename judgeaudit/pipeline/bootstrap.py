@@ -10,9 +10,7 @@ import pandas as pd
 from judgeaudit.config import Params
 from judgeaudit.generation.corpus import make_items
 from judgeaudit.generation.styles import STYLES, render
-from judgeaudit.models.scratch import build_llama, train_tokenizer
 from judgeaudit.layout import Layout
-from judgeaudit.training.trainers import sft
 
 def corpus_rows(params: Params, style: str, seed: int, n: int | None = None) -> list[dict]:
     """Pre-training rows in one house style ("mixed": a random style per item)."""
@@ -26,6 +24,8 @@ def corpus_rows(params: Params, style: str, seed: int, n: int | None = None) -> 
 
 def build_tokenizer(params: Params, layout: Layout) -> Path:
     """One BPE tokenizer over every style, shared by the embedded models."""
+    from judgeaudit.models.scratch import train_tokenizer
+
     rows = [r for s in STYLES for r in corpus_rows(params, s, params.seed + 7, 400)]
     train_tokenizer((r["prompt"] + r["completion"] for r in rows), params.embedded.vocab_size,
                     layout.tokenizer)
@@ -48,6 +48,9 @@ def build_cost(params: Params, name: str) -> float:
 def build_model(params: Params, name: str, layout: Layout) -> dict:
     """Train model ``name`` as its ``build`` entry says (from scratch, or further from a parent)."""
     from transformers import AutoTokenizer
+
+    from judgeaudit.models.scratch import build_llama  # torch and trl: only where a model is built
+    from judgeaudit.training.trainers import sft
 
     build = params.models[name].build
     if build is None:

@@ -17,10 +17,8 @@ from judgeaudit.audits.stats import mean_ci
 from judgeaudit.config import Params
 from judgeaudit.generation.corpus import degrade, make_items
 from judgeaudit.generation.styles import STYLES, render
-from judgeaudit.judging.reward import RewardScorer, ZeroShotScorer, comparison_pair
 from judgeaudit.models import load_model
 from judgeaudit.sources.hh_rlhf import hh_rlhf_items
-from judgeaudit.training.trainers import reward_model
 
 
 def preference_items(params: Params) -> tuple[list[dict], list[dict]]:
@@ -117,6 +115,9 @@ def prefix_unit(params: Params, source: str, base: str, models_dir: Path, out: P
     group's prefixes, audited on its own group ("aug") and on every other ("aug-gen"):
     aug-gen in every direction. ``models_dir``: the embedded models; the reward models
     are written under ``out``."""
+    from judgeaudit.judging.reward import RewardScorer, ZeroShotScorer, comparison_pair  # torch: only here
+    from judgeaudit.training.trainers import reward_model
+
     cfg = params.prefix
     stats = dict(n_boot=params.audit.n_boot, confidence=params.audit.confidence, seed=params.seed)
     train, test = preference_sets(params, [source])[0][source]

@@ -11,6 +11,7 @@ the attack cost.
 from __future__ import annotations
 
 import random
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -24,9 +25,11 @@ from judgeaudit.audits.pu_verdicts import one_verdict
 from judgeaudit.config import Params
 from judgeaudit.generation.corpus import degrade, make_items
 from judgeaudit.generation.styles import STYLES, render
-from judgeaudit.models.encoder import Encoder
 from judgeaudit.judging.student_pairs import attack_losers, judge_pairs, load_judge
 from judgeaudit.layout import Layout
+
+if TYPE_CHECKING:
+    from judgeaudit.models.encoder import Encoder
 
 
 def known_quality_pairs(params: Params) -> pd.DataFrame:
@@ -141,6 +144,8 @@ def pu_stage(params: Params, layout: Layout, judges: list[str] | None = None) ->
     PU results of every split, sensitivity to p_ratio and the transport fraction, the
     overall consistency under each compared encoder); ``judges``: those of the roster
     only (a part of the stage: ``merge_parts`` joins them)."""
+    from judgeaudit.models.encoder import Encoder  # torch: only where the audit embeds
+
     cfg = params.pu
     pu_cfg = PUConfig(p_ratio=cfg.p_ratio, eta=cfg.eta, n_splits=cfg.splits, seed=params.seed)
     stats = dict(n_boot=params.audit.n_boot, confidence=params.audit.confidence, seed=params.seed)

@@ -19,7 +19,6 @@ from judgeaudit.models import ModelSpec, load_model
 from judgeaudit.layout import Layout
 from judgeaudit.sources.summeval import FILE as SUMMEVAL_FILE
 from judgeaudit.sources.summeval import summeval_items
-from judgeaudit.training.trainers import sft
 
 
 def graded_items(params: Params, n: int, seed: int, prefix: str) -> pd.DataFrame:
@@ -61,6 +60,8 @@ def scorer_dir(layout: Layout, name: str) -> Path:
 
 def scorer_spec(params: Params, pair: ScoreJudge, role: str, layout: Layout) -> ModelSpec:
     """The spec of ``pair``'s main or assistant, fine-tuned to score when the pair asks."""
+    from judgeaudit.training.trainers import sft  # torch and trl: only where a scorer is trained
+
     name = getattr(pair, role)
     spec = params.spec_for(name, layout.models)
     if not pair.fine_tune:

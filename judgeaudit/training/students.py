@@ -14,7 +14,6 @@ from judgeaudit.config import Train
 from judgeaudit.layout import Layout
 from judgeaudit.models import load_model
 from judgeaudit.models.spec import ModelSpec
-from judgeaudit.training.trainers import dpo, sft
 
 
 @dataclass(frozen=True)
@@ -57,6 +56,8 @@ def train_student(base: str, spec: ModelSpec, generator: str, method: str, synth
                   layout: Layout, settings: StudentSettings) -> dict:
     """Train (or, for ICL, assemble) one student of base ``base`` (loaded with ``spec``);
     return its index row."""
+    from judgeaudit.training.trainers import dpo, sft  # torch and trl: only where a student is trained
+
     sid = student_id(base, generator, method)
     out = layout.students / sid
     template = spec.chat_template if spec.chat_template != "auto" else settings.template
