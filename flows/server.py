@@ -73,17 +73,17 @@ def launch(url: str, env: dict[str, str] | None = None) -> subprocess.Popen:
 
 
 # -- one server for the stages of one DVC run ---------------------------------------------
-def _stat(pid: int) -> tuple[int, int]:
-    """(parent pid, start time in clock ticks since boot) from /proc."""
+def _stat(pid: int) -> tuple[str, int, int]:
+    """(state, parent pid, start time in clock ticks since boot) from /proc."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[1]), int(fields[19])
+    return fields[0], int(fields[1]), int(fields[19])
 
 
 def _running(pid: int) -> bool:
     """Whether ``pid`` runs (neither gone nor a zombie)."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
+        return _stat(pid)[0] != "Z"
+    except (OSError, IndexError, ValueError):
         return False
 
 
@@ -91,7 +91,8 @@ def _alive(owner: tuple[int, int]) -> bool:
     """Whether process ``owner`` (pid, start time) still runs: a pid the kernel gave to a
     newer process has another start time."""
     try:
-        return _running(owner[0]) and _stat(owner[0])[1] == owner[1]
+        state, _, start = _stat(owner[0])
+        return state != "Z" and start == owner[1]
     except (OSError, IndexError, ValueError):
         return False
 
@@ -107,8 +108,8 @@ def dvc_owner() -> tuple[int, int] | None:
         while pid > 1:
             environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
             if not any(item.startswith(b"DVC_STAGE=") for item in environ):
-                return pid, _stat(pid)[1]
-            pid = _stat(pid)[0]
+                return pid, _stat(pid)[2]
+            pid = _stat(pid)[1]
     except (OSError, ValueError):  # another user's process, or gone: no sharing
         return None
     return None
@@ -149,7 +150,7 @@ def shared_server(owner: tuple[int, int]) -> tuple[str, int]:
             stdin=subprocess.DEVNULL, stdout=log, stderr=log,  # never DVC's pipes: it may read them to EOF
             start_new_session=True)  # outlives this stage; the DVC run's end stops it
         log.close()
-        record.write_text(json.dumps({"url": url, "pid": server.pid, "start": _stat(server.pid)[1]}))
+        record.write_text(json.dumps({"url": url, "pid": server.pid, "start": _stat(server.pid)[2]}))
         return url, server.pid
 
 

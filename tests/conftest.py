@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,22 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def running(pid: int) -> bool:
+    """Whether process ``pid`` runs: neither gone nor a zombie (Linux /proc)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def gone(pid: int, within_s: float = 20) -> bool:
+    """Whether process ``pid`` has ended, waiting up to ``within_s`` seconds for it."""
+    deadline = time.monotonic() + within_s
+    while running(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not running(pid)
 
 
 def tiny_params(processes: int = 1) -> dict:

@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from tasks.cache import path_digest
-from tests.conftest import ROOT, write_tiny_params
+from tests.conftest import ROOT, gone, write_tiny_params
 
 pytestmark = pytest.mark.slow
 
@@ -52,14 +52,6 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def _leftovers(root: Path) -> list[Path]:
     return [p for p in root.rglob("*") if p.name.startswith(".") or p.name.endswith(".tmp")]
 
@@ -74,13 +66,6 @@ def _start_and_find_server(params: Path, root: Path, env: dict) -> tuple[subproc
     return proc, server[0]
 
 
-def _gone(pid: int, within_s: float = 20) -> bool:
-    deadline = time.monotonic() + within_s
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return not _alive(pid)
-
-
 def test_a_killed_run_leaves_nothing_and_the_rerun_matches(tmp_path, tiny_params_file, tiny_audit):
     env = _env(tmp_path)
     _, clean = tiny_audit  # a run never interrupted: the session's run of the same config (tests/conftest.py)
@@ -91,8 +76,8 @@ def test_a_killed_run_leaves_nothing_and_the_rerun_matches(tmp_path, tiny_params
     started = _children(proc.pid)  # the server, the pool's workers once they are up
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=60)
-    assert _gone(server), "the temporary Prefect server outlived the killed run"
-    assert [pid for pid in started if not _gone(pid)] == [], "a process the killed run started outlived it"
+    assert gone(server), "the temporary Prefect server outlived the killed run"
+    assert [pid for pid in started if not gone(pid)] == [], "a process the killed run started outlived it"
     # what a write killed half-way leaves, whether or not this kill happened to leave it
     (killed / "models" / ".gen-f.k1ll3d00").mkdir(parents=True, exist_ok=True)
     (killed / "models" / ".gen-f.k1ll3d00" / "model.safetensors").write_bytes(b"half")
@@ -120,8 +105,8 @@ def test_sigterm_ends_the_run_and_its_server(tmp_path, tiny_params_file):
     assert proc.wait(timeout=120) == 128 + signal.SIGTERM
     # not after the workers' running tasks (before, Prefect's pool exit waited for them: over 60 s)
     assert time.monotonic() - sent < 20, f"the run took {time.monotonic() - sent:.0f} s to end after SIGTERM"
-    assert _gone(server), "the temporary Prefect server outlived the run"
-    assert [pid for pid in started if not _gone(pid)] == [], "a worker process outlived the run"
+    assert gone(server), "the temporary Prefect server outlived the run"
+    assert [pid for pid in started if not gone(pid)] == [], "a worker process outlived the run"
 
 
 def _cpu_ticks(pid: int) -> int:
@@ -146,7 +131,7 @@ def test_a_killed_runs_busy_workers_end_with_it(tmp_path, tiny_params_file):
         time.sleep(0.1)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=60)
-    assert [w for w in workers if not _gone(w)] == [], "a worker outlived the killed run"
+    assert [w for w in workers if not gone(w)] == [], "a worker outlived the killed run"
 
 
 def test_remove_leftovers_takes_only_scratch_names(tmp_path):
@@ -171,12 +156,12 @@ def test_leftovers_of_a_live_writer_are_kept(tmp_path):
 
     from judgeaudit.tables import atomic_dir, remove_leftovers
 
-    gone = subprocess.Popen([sys.executable, "-c", "pass"])
-    gone.wait()
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         root = tmp_path / "data"
-        dead_dir = root / "m" / f".rm.{gone.pid}-a1b2c3d4"
+        dead_dir = root / "m" / f".rm.{ended.pid}-a1b2c3d4"
         live_dir = root / "m" / f".rm.{live.pid}-e5f6g7h8"
         live_file = root / "t" / f".x.parquet.{live.pid}-a1b2c3d4.tmp"
         for folder in (dead_dir, live_dir):

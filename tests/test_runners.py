@@ -57,7 +57,7 @@ def test_each_stage_shows_one_bar_of_its_tasks(prefect_server, capfd):
     assert _three_ways() == 6
     err = capfd.readouterr().err
     for done in ("3/3", "2/2", "4/4"):  # the runner's, tracked's and results' bars, each at its end
-        assert f"bar-stage: 100%|" in err and f"| {done} [" in err, (done, err[-3000:])
+        assert "bar-stage: 100%|" in err and f"| {done} [" in err, (done, err[-3000:])
 
 
 def test_the_in_process_runner_duplicates():

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, gone, running
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the shared server watches DVC through /proc (Linux)")
 
@@ -66,20 +66,6 @@ def _repo(tmp_path: Path, linger: float) -> tuple[Path, dict, Path]:
     return repo, env, records
 
 
-def _running(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def _gone(pid: int, within_s: float = 20) -> bool:
-    deadline = time.monotonic() + within_s
-    while _running(pid) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return not _running(pid)
-
-
 def test_the_stages_of_a_dvc_run_share_one_server_that_stops_with_dvc(tmp_path):
     repo, env, records = _repo(tmp_path, linger=0)
     out = subprocess.run(["dvc", "repro"], cwd=repo, env=env, capture_output=True, text=True, timeout=600)
@@ -89,7 +75,7 @@ def test_the_stages_of_a_dvc_run_share_one_server_that_stops_with_dvc(tmp_path):
     assert one["record"]["pid"] == two["record"]["pid"]  # one server process for both stages
     assert (out.stdout + out.stderr).count("the Prefect server this DVC run's stages share") == 2
     assert one["heartbeat"] is None and two["heartbeat"] is None  # it dies with the run: nothing to watch
-    assert _gone(one["record"]["pid"]), "the shared server outlived `dvc repro`"
+    assert gone(one["record"]["pid"]), "the shared server outlived `dvc repro`"
     deadline = time.monotonic() + 10
     while list(records.glob("*.json")) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -107,10 +93,10 @@ def test_the_shared_server_stops_when_dvc_is_killed(tmp_path):
             time.sleep(0.2)
         time.sleep(0.5)
         server = json.loads((repo / "two.json").read_text())["record"]["pid"]
-        assert _running(server)
+        assert running(server)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
-        assert _gone(server), "the shared server outlived the killed `dvc repro`"
+        assert gone(server), "the shared server outlived the killed `dvc repro`"
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)  # the orphaned stage that still sleeps

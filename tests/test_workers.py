@@ -6,9 +6,8 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, gone, running
 
 SCRIPT = """
 import multiprocessing, time
@@ -22,14 +21,6 @@ if __name__ == "__main__":
 """
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 def test_a_killed_parents_workers_exit(tmp_path):
     script = tmp_path / "pool.py"
     script.write_text(SCRIPT)
@@ -37,13 +28,10 @@ def test_a_killed_parents_workers_exit(tmp_path):
                               env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
         workers = [int(p) for p in parent.stdout.readline().split()]
-        assert len(workers) == 2 and all(_alive(p) for p in workers)
+        assert len(workers) == 2 and all(running(p) for p in workers)
         parent.send_signal(signal.SIGKILL)
         parent.wait(timeout=10)
-        deadline = time.monotonic() + 10
-        while any(_alive(p) for p in workers) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not any(_alive(p) for p in workers), "a worker outlived its killed parent"
+        assert all(gone(p, within_s=10) for p in workers), "a worker outlived its killed parent"
     finally:
         parent.kill()
 

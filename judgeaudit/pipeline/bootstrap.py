@@ -5,8 +5,6 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-import pandas as pd
-
 from judgeaudit.config import Params
 from judgeaudit.generation.corpus import make_items
 from judgeaudit.generation.styles import STYLES, render

@@ -80,13 +80,13 @@ def judged_frames(params: Params, layout: Layout, judges: list[str] | None = Non
         if judges is not None and entry.name not in judges:
             continue
         judge, model = entry.name, load_judge(entry)
-        clean = decisive_verdicts(judge_pairs(entry, pairs, params.judge, params.seed, progress=False, model=model))
+        clean = decisive_verdicts(judge_pairs(entry, pairs, params.judge, params.seed, model=model))
         conditions = {"clean": (pairs, clean)}
         lose_a = clean.reindex(pairs.prompt_id).to_numpy() == "B"
         for name in ATTACKS:
             attacked = attack_losers(pairs, lose_a, name, rewriter)
             conditions[name] = (attacked, decisive_verdicts(
-                judge_pairs(entry, attacked, params.judge, params.seed, progress=False, model=model)))
+                judge_pairs(entry, attacked, params.judge, params.seed, model=model)))
         for condition, (frame, verdicts) in conditions.items():
             frame = frame.assign(pair_id=frame.prompt_id, verdict=verdicts.reindex(frame.prompt_id).to_numpy(),
                                  clean_verdict=clean.reindex(frame.prompt_id).to_numpy())

@@ -41,7 +41,7 @@ def _judge_sets(params: Params, sets: dict[str, tuple[pd.DataFrame, dict]],
     for entry in resolve.judges(params, layout.models):
         model = load_judge(entry)
         for name, (pairs, extra) in sets.items():
-            judged[name].append(judge_pairs(entry, pairs, params.judge, params.seed, progress=False, model=model,
+            judged[name].append(judge_pairs(entry, pairs, params.judge, params.seed, model=model,
                                             **extra))
     return {name: pd.concat(tables, ignore_index=True) for name, tables in judged.items()}
 
@@ -80,8 +80,7 @@ def attack_flips(params: Params, responses: pd.DataFrame, judgments: pd.DataFram
         lose_a = before.reindex(pd.MultiIndex.from_frame(pairs[key])).to_numpy() == "B"
         for name in ATTACKS:
             attacked = attack_losers(pairs, lose_a, name, rewriter)
-            after = binary_verdicts(judge_pairs(entry, attacked, params.judge, params.seed, progress=False,
-                                                model=model), key)
+            after = binary_verdicts(judge_pairs(entry, attacked, params.judge, params.seed, model=model), key)
             flipped = (after.reindex(before.index) != before).astype(float)
             cats = category.reindex(before.index.get_level_values("prompt_id")).to_numpy()
             for cat in ["all", *sorted(set(cats))]:
@@ -227,7 +226,7 @@ def recognition(params: Params, responses: pd.DataFrame, layout: Layout) -> tupl
         pairs = recognition_pairs(responses, judge.related_generator)
         if len(pairs) > section.max_pairs:
             pairs = pairs.sample(section.max_pairs, random_state=params.seed).reset_index(drop=True)
-        model = load_model(judge.spec, name=judge.name, progress=False)
+        model = load_model(judge.spec, name=judge.name)
         p = judge_recognition(lambda q, x, y: prompted_probabilities(model, section.template, q, x, y), pairs)
         rows.append({"judge": judge.name, "tier": judge.tier, "related_generator": judge.related_generator,
                      **accuracy_ci(picks(p), pairs.prompt_id.to_numpy(), 0.5, boot),
