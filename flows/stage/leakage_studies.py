@@ -1,4 +1,6 @@
-"""Stage ``leakage_studies``: data mixing and model scale, SFT students of its own."""
+"""Stage ``leakage_studies``: data mixing and model scale, SFT students of its own. Each
+student is trained and answers on the stage's worker processes; the tier's judges then
+judge them all."""
 
 from __future__ import annotations
 
@@ -8,21 +10,30 @@ import pandas as pd
 from prefect import flow, task
 
 from flows.common import read, unconfigured
+from flows.runners import parallel
 from judgeaudit.config import Params, load_params
 from judgeaudit.layout import Layout
-from judgeaudit.pipeline.leakage_studies import studies_stage
+from judgeaudit.pipeline import leakage_studies as studies
 from judgeaudit.report.leakage_report import plot_leakage_studies
 from judgeaudit.tables import write_json
 from tasks.cache import LOAD, MODELS, artifact_cache
 from tasks.io import write
 
+SECTIONS = ("seed", "corpus", "audit", "train", "generate", "judge", "leakage", "leakage_studies", *MODELS)
 
-@task(cache_policy=artifact_cache(("seed", "corpus", "audit", "train", "generate", "judge", "leakage",
-                                   "leakage_studies", *MODELS)), **LOAD)
-def leakage_studies(params: Params, prompts: pd.DataFrame, synthetic: pd.DataFrame, models_dir: Path,
-                    root: str) -> dict:
+
+@task(cache_policy=artifact_cache(SECTIONS), task_run_name="study-{student[0]}--{student[1]}--{student[2]}",
+      **LOAD)
+def study_student(params: Params, student: tuple[str, str, str], rows: pd.DataFrame, prompts: pd.DataFrame,
+                  synthetic: pd.DataFrame, base_dir: Path, root: str) -> pd.DataFrame:
+    """``base_dir``: the student base's weights, whose content keys the cache."""
+    return studies.student_answers(params, Layout(Path(root)), student, rows, prompts, synthetic)
+
+
+@task(cache_policy=artifact_cache(SECTIONS), **LOAD)
+def study_findings(params: Params, responses: pd.DataFrame, models_dir: Path, root: str) -> dict:
     """``models_dir``: the bases and judges, whose content keys the cache."""
-    return studies_stage(params, prompts, synthetic, Layout(Path(root)))
+    return studies.findings(params, Layout(Path(root)), responses)
 
 
 @flow(name="leakage-studies")
@@ -35,10 +46,18 @@ def leakage_studies_flow(params_path: str = "params.yaml", root: str = "data") -
         return {}
     prompts = read(layout.prompts, "prompts", layout)
     synthetic = read(layout.synthetic, "synthetic", layout)
-    result = leakage_studies(params, prompts, synthetic, layout.models, str(layout.root))
+    common = dict(params=params, root=str(layout.root))
+    with parallel(params.scale) as runner:
+        answers = [runner.submit(study_student, dict(
+            student=student, rows=rows, prompts=prompts, synthetic=synthetic,
+            base_dir=Path(params.spec_for(student[0], layout.models).path), **common))
+            for student, rows in studies.study_students(params, synthetic).items()]
+        responses = pd.concat([f.result() for f in answers], ignore_index=True)
+        findings = runner.submit(study_findings, dict(responses=responses, models_dir=layout.models, **common))
+        result = findings.result()
     for name in ("responses", "judgments", "mixing", "scale"):
         write(result[name], out / f"{name}.parquet")
     write_json(result["summary"], out / "summary.json")
     plot_leakage_studies(result["summary"], out / "leakage_studies.png")
-    return {k: {"slope": round(result["summary"][k]["fit"]["slope"], 4), "r2": round(result["summary"][k]["fit"]["r2"], 3)}
-            for k in ("mixing", "scale")}
+    fits = {k: result["summary"][k]["fit"] for k in ("mixing", "scale")}
+    return {k: {"slope": round(fit["slope"], 4), "r2": round(fit["r2"], 3)} for k, fit in fits.items()}

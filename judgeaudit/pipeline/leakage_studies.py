@@ -27,12 +27,11 @@ from judgeaudit.audits.leakage import pair_scores
 from judgeaudit.audits.leakage_trends import cell_arrays, trend
 from judgeaudit.audits.stats import BootstrapSettings
 from judgeaudit.config import Params
-from judgeaudit.judging.student_pairs import RosterJudge, comparisons, judge_pairs
+from judgeaudit.judging.student_pairs import comparisons, judge_pairs
 from judgeaudit.generation.corpus import make_items
 from judgeaudit.generation.styles import STYLES, render
 from judgeaudit.layout import Layout
 from judgeaudit.training.students import respond
-from judgeaudit.training.trainers import sft
 
 
 def neutral_answers(params: Params, synthetic: pd.DataFrame) -> pd.Series:
@@ -68,60 +67,68 @@ def n_parameters(model_dir: str) -> int:
     return total
 
 
-def _students(params: Params, layout: Layout, rows_for: dict[tuple, pd.DataFrame], prompts: pd.DataFrame,
-              synthetic: pd.DataFrame, tmp: Path) -> pd.DataFrame:
-    """Train each (base, generator, tag) student on its rows, answer the eval prompts, drop it."""
-    frames = []
-    for (base, gen, tag), rows in rows_for.items():
-        spec = params.spec_for(base, layout.models)
-        template = spec.chat_template if spec.chat_template != "auto" else params.embedded.template
-        sid = f"{base}--{gen}--{tag}"
-        out = tmp / sid
-        data = [{"prompt": template.format(prompt=p), "completion": " " + a}
-                for p, a in rows[["prompt", "answer"]].itertuples(index=False)]
-        args = params.leakage_studies.sft or params.train.sft
-        sft(spec.path, spec.path, data, out, args, params.seed + sum(map(ord, sid)), spec.max_length)
-        student = {"student_id": sid, "student_base": base, "generator": gen, "method": tag, "path": str(out)}
-        frames.append(respond(student, spec, prompts, synthetic, layout, params.generate.max_new_tokens, params.seed,
-                              progress=False))
-    return pd.concat(frames, ignore_index=True)
+Student = tuple[str, str, str]  # (base, generator, tag): one study student
 
 
-def _judge(params: Params, responses: pd.DataFrame, roster: list[RosterJudge]) -> pd.DataFrame:
-    pairs = comparisons(responses, params.leakage.generators)
-    return pd.concat([judge_pairs(j, pairs, params.judge, params.seed, progress=False) for j in roster],
-                     ignore_index=True)
+def study_students(params: Params, synthetic: pd.DataFrame) -> dict[Student, pd.DataFrame]:
+    """Every student the two studies train, with its training rows: the mixing student at
+    each share, and each scale base at ``scale_share`` (the mixing student at that share
+    counted once)."""
+    section, seed = params.leakage_studies, params.seed
+    neutral = neutral_answers(params, synthetic)
+    rows_for: dict[Student, pd.DataFrame] = {}
+    for share in section.shares:
+        for gen in params.leakage.generators:
+            rows_for[(section.mixing_student, gen, _tag(share))] = mixture(
+                synthetic, gen, neutral, share, seed + int(round(share * 1000)))
+    at = section.scale_share
+    for base in section.scale_students:
+        for gen in params.leakage.generators:
+            rows_for.setdefault((base, gen, _tag(at)),
+                                mixture(synthetic, gen, neutral, at, seed + int(round(at * 1000))))
+    return rows_for
 
 
-def studies_stage(params: Params, prompts: pd.DataFrame, synthetic: pd.DataFrame,
-                  layout: Layout) -> dict[str, pd.DataFrame | dict]:
-    """Mixing and scale: responses, judgments, PLS per condition, the fits."""
+def _tag(share: float) -> str:
+    return f"mix{share:g}"
+
+
+def student_answers(params: Params, layout: Layout, student: Student, rows: pd.DataFrame,
+                    prompts: pd.DataFrame, synthetic: pd.DataFrame) -> pd.DataFrame:
+    """One study student trained by SFT on its ``rows`` in a temporary folder, its answers to
+    the eval prompts; the student is dropped after answering."""
+    from judgeaudit.training.trainers import sft  # torch and trl: only where a student is trained
+
+    base, gen, tag = student
+    spec = params.spec_for(base, layout.models)
+    template = spec.chat_template if spec.chat_template != "auto" else params.embedded.template
+    sid = f"{base}--{gen}--{tag}"
+    data = [{"prompt": template.format(prompt=p), "completion": " " + a}
+            for p, a in rows[["prompt", "answer"]].itertuples(index=False)]
+    with tempfile.TemporaryDirectory(prefix="leakage-studies-") as tmp:
+        out = Path(tmp) / sid
+        sft(spec.path, spec.path, data, out, params.leakage_studies.sft or params.train.sft,
+            params.seed + sum(map(ord, sid)), spec.max_length)
+        record = {"student_id": sid, "student_base": base, "generator": gen, "method": tag, "path": str(out)}
+        return respond(record, spec, prompts, synthetic, layout, params.generate.max_new_tokens, params.seed)
+
+
+def findings(params: Params, layout: Layout, responses: pd.DataFrame) -> dict[str, pd.DataFrame | dict]:
+    """The study students' answers (``student_answers``'s, all of them) judged by the tier's
+    judges: PLS per share and per size, the fits with their CIs."""
     section = params.leakage_studies
     a = params.audit
     boot = BootstrapSettings(a.n_boot, a.confidence, params.seed)
     roster = [j for j in resolve.roster(params, layout.models) if j.tier == section.tier]
     roles = [j.role for j in roster]
-    gens = params.leakage.generators
-    neutral = neutral_answers(params, synthetic)
-    rows_for = {}
-    for share in section.shares:
-        for gen in gens:
-            rows_for[(section.mixing_student, gen, f"mix{share:g}")] = mixture(
-                synthetic, gen, neutral, share, params.seed + int(round(share * 1000)))
-    at = section.scale_share
-    scale_tag = f"mix{at:g}"
-    for base in section.scale_students:
-        for gen in gens:
-            # the mixing study's student at that share, when it is this base, is reused as is
-            rows_for.setdefault((base, gen, scale_tag),
-                                mixture(synthetic, gen, neutral, at, params.seed + int(round(at * 1000))))
-    with tempfile.TemporaryDirectory(prefix="leakage-studies-") as tmp:
-        responses = _students(params, layout, rows_for, prompts, synthetic, Path(tmp))
-        sizes = {b: n_parameters(params.spec_for(b, layout.models).path) for b in section.scale_students}
-    judgments = _judge(params, responses, roster)
+    pairs = comparisons(responses, params.leakage.generators)
+    judgments = pd.concat([judge_pairs(j, pairs, params.judge, params.seed) for j in roster],
+                          ignore_index=True)
+    sizes = {b: n_parameters(params.spec_for(b, layout.models).path) for b in section.scale_students}
+    at, scale_tag = section.scale_share, _tag(section.scale_share)
     scores = pair_scores(judgments)
     mix = scores[(scores.student_base == section.mixing_student)]
-    mixing_arrays = {s: cell_arrays(mix[mix.method == f"mix{s:g}"], roles)[0] for s in section.shares}
+    mixing_arrays = {s: cell_arrays(mix[mix.method == _tag(s)], roles)[0] for s in section.shares}
     mixing, mixing_fit = trend(mixing_arrays, boot)
     lowest = mixing.iloc[0]
     mixing_fit["lowest_share"] = float(lowest.condition)
