@@ -3,6 +3,8 @@ the completion only) and DPO (DPOTrainer). No hand-written loops."""
 
 from __future__ import annotations
 
+import functools
+import gc
 import logging
 import os
 import warnings
@@ -45,6 +47,17 @@ def _score_labelled_positions_only() -> None:
 _score_labelled_positions_only()
 
 
+@functools.cache
+def _settle_heap() -> None:
+    """Once per process, after the trainers' imports: every object alive now (the imported
+    libraries' modules and tables) leaves the cyclic collector's reach. The Trainer runs
+    gc.collect() as each training starts and ends; over that heap (about 440,000 objects)
+    each took 0.22 s here, 6% of a stage that trains 21 small students. Objects that
+    reference counting frees are freed as before."""
+    gc.collect()
+    gc.freeze()
+
+
 def _common(args: TrainArgs, seed: int, out: Path) -> dict:
     return dict(output_dir=str(out / "_trainer"), num_train_epochs=args.epochs,
                 per_device_train_batch_size=args.batch_size, learning_rate=args.lr,
@@ -80,6 +93,7 @@ def sft(model: PreTrainedModel | str, tokenizer_path: str | Path, rows: list[dic
     """Supervised fine-tuning on {"prompt", "completion"} rows; saves to ``out``."""
     from trl import SFTConfig, SFTTrainer
 
+    _settle_heap()
     set_seed(seed)
     tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_path))
     if isinstance(model, (str, Path)):
@@ -103,6 +117,7 @@ def dpo(model: str | Path, rows: list[dict], out: str | Path, args: TrainArgs, b
     (also the frozen reference); saves to ``out``."""
     from trl import DPOConfig, DPOTrainer
 
+    _settle_heap()
     set_seed(seed)
     tokenizer = AutoTokenizer.from_pretrained(str(model))
     policy = AutoModelForCausalLM.from_pretrained(str(model), dtype=torch.float32)
@@ -132,6 +147,7 @@ def reward_model(base: str | Path, rows: list[dict], out: str | Path, args: Trai
     from transformers import AutoModelForSequenceClassification
     from trl import RewardConfig, RewardTrainer
 
+    _settle_heap()
     set_seed(seed)
     # before the load: its report says the new score head is missing from the base, as it must be
     logging.getLogger("transformers").setLevel(logging.ERROR)
