@@ -19,10 +19,13 @@ from judgeaudit.tables import write_json
 from tasks.cache import LOAD, MODELS, artifact_cache
 from tasks.io import write
 
-SECTIONS = ("seed", "corpus", "audit", "train", "generate", "judge", "leakage", "leakage_studies", *MODELS)
+# what each task reads: a student, its training and answering settings; the findings, the
+# judges and the statistics (a change to a judge's settings retrains no student)
+STUDENT = (*MODELS, "train", "generate", "leakage_studies")
+FINDINGS = (*MODELS, "audit", "judge", "leakage", "leakage_studies")
 
 
-@task(cache_policy=artifact_cache(SECTIONS), task_run_name="study-{student[0]}--{student[1]}--{student[2]}",
+@task(cache_policy=artifact_cache(STUDENT), task_run_name="study-{student[0]}--{student[1]}--{student[2]}",
       **LOAD)
 def study_student(params: Params, student: tuple[str, str, str], rows: pd.DataFrame, prompts: pd.DataFrame,
                   synthetic: pd.DataFrame, base_dir: Path, root: str) -> pd.DataFrame:
@@ -30,7 +33,7 @@ def study_student(params: Params, student: tuple[str, str, str], rows: pd.DataFr
     return studies.student_answers(params, Layout(Path(root)), student, rows, prompts, synthetic)
 
 
-@task(cache_policy=artifact_cache(SECTIONS), **LOAD)
+@task(cache_policy=artifact_cache(FINDINGS), **LOAD)
 def study_findings(params: Params, responses: pd.DataFrame, models_dir: Path, root: str) -> dict:
     """``models_dir``: the bases and judges, whose content keys the cache."""
     return studies.findings(params, Layout(Path(root)), responses)
@@ -53,8 +56,8 @@ def leakage_studies_flow(params_path: str = "params.yaml", root: str = "data") -
             base_dir=Path(params.spec_for(student[0], layout.models).path), **common))
             for student, rows in studies.study_students(params, synthetic).items()]
         responses = pd.concat([f.result() for f in answers], ignore_index=True)
-        findings = runner.submit(study_findings, dict(responses=responses, models_dir=layout.models, **common))
-        result = findings.result()
+        result = runner.submit(study_findings,
+                               dict(responses=responses, models_dir=layout.models, **common)).result()
     for name in ("responses", "judgments", "mixing", "scale"):
         write(result[name], out / f"{name}.parquet")
     write_json(result["summary"], out / "summary.json")

@@ -70,6 +70,10 @@ def n_parameters(model_dir: str) -> int:
 Student = tuple[str, str, str]  # (base, generator, tag): one study student
 
 
+def _tag(share: float) -> str:
+    return f"mix{share:g}"
+
+
 def study_students(params: Params, synthetic: pd.DataFrame) -> dict[Student, pd.DataFrame]:
     """Every student the two studies train, with its training rows: the mixing student at
     each share, and each scale base at ``scale_share`` (the mixing student at that share
@@ -87,10 +91,6 @@ def study_students(params: Params, synthetic: pd.DataFrame) -> dict[Student, pd.
             rows_for.setdefault((base, gen, _tag(at)),
                                 mixture(synthetic, gen, neutral, at, seed + int(round(at * 1000))))
     return rows_for
-
-
-def _tag(share: float) -> str:
-    return f"mix{share:g}"
 
 
 def student_answers(params: Params, layout: Layout, student: Student, rows: pd.DataFrame,
