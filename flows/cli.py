@@ -124,11 +124,14 @@ def _verdict_settings(args: argparse.Namespace):
 
 
 def _audit_and_write(table, files, notes: list[str], args: argparse.Namespace) -> int:
+    from tqdm.auto import tqdm
+
     from judgeaudit.pipeline.real_judges import audit_verdicts, summary, write_audit
 
     if files is not None and len(files):
         print(files[["path", "rows_read", "rows_rejected", "unparseable"]].to_string(index=False))
-    result = audit_verdicts(table, _verdict_settings(args), files=files, notes=notes)
+    with tqdm(desc="audit-verdicts", unit="step", delay=1) as bar:
+        result = audit_verdicts(table, _verdict_settings(args), files=files, notes=notes, steps=bar)
     out = Path(args.out)
     paths = write_audit(result, out, out / "quarantine")
     info = summary(result)
@@ -186,12 +189,16 @@ def _judge_benchmark(args: argparse.Namespace) -> int:
 def _leaderboard(args: argparse.Namespace) -> int:
     from judgeaudit.audits.stats import BootstrapSettings
     from judgeaudit.audits.win_rates import LCSettings
+    from tqdm.auto import tqdm
+
     from judgeaudit.pipeline.leaderboard import LeaderboardSettings, build_leaderboard, write_leaderboard
     from judgeaudit.sources import read_source
 
     table, report = read_source(args.source, args.path)
-    result = build_leaderboard(table, LeaderboardSettings(BootstrapSettings(args.n_boot, 0.95, args.seed),
-                                                          LCSettings(cv=args.lc_cv), workers=args.workers))
+    with tqdm(desc="leaderboard", unit="step", delay=1) as bar:
+        settings = LeaderboardSettings(BootstrapSettings(args.n_boot, 0.95, args.seed),
+                                       LCSettings(cv=args.lc_cv), workers=args.workers)
+        result = build_leaderboard(table, settings, bar)
     paths = write_leaderboard(result, Path(args.out))
     for note in report.notes:
         print(f"note: {note}")

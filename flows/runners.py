@@ -15,13 +15,14 @@ from judgeaudit.config import Scale
 T = TypeVar("T")
 
 
-def stage_bar(total: int = 0) -> tqdm:
-    """The stage's one progress bar, named for the running flow, counting its tasks."""
+def stage_bar(total: int = 0, unit: str = "task") -> tqdm:
+    """The stage's one progress bar, named for the running flow, counting its tasks (or, in
+    a stage of one long task, the library's steps: ``judgeaudit.progress``)."""
     from prefect.context import FlowRunContext
 
     context = FlowRunContext.get()
     name = context.flow.name if context and context.flow else "stage"
-    return tqdm(total=total, desc=name, unit="task", dynamic_ncols=True, delay=1)  # shown from the first task's end
+    return tqdm(total=total, desc=name, unit=unit, dynamic_ncols=True, delay=1)  # shown from the first task's end
 
 
 def tracked(items: Sequence[T]) -> Iterator[T]:

@@ -142,9 +142,17 @@ def test_two_worker_processes_give_the_same_board():
     same figures to the last bit as in one process."""
     from judgeaudit.pipeline.leaderboard import LeaderboardSettings, build_leaderboard
 
+    import io
+
+    from tqdm import tqdm
+
     table, _ = read_source("alpacaeval", SAMPLE)
-    one, two = (build_leaderboard(table, LeaderboardSettings(BootstrapSettings(100, 0.95, 0), workers=w))
-                for w in (1, 2))
+    bars = [tqdm(file=io.StringIO()) for _ in range(2)]
+    one, two = (build_leaderboard(table, LeaderboardSettings(BootstrapSettings(100, 0.95, 0), workers=w), bar)
+                for w, bar in zip((1, 2), bars))
+    # the stage's bar: the evidence (8 models a step), each model's two GLMs, bootstrap, gameability
+    fitted = table.model_2.nunique() - 1  # not the baseline against itself
+    assert [(bar.n, bar.total) for bar in bars] == [(1 + 2 * fitted + 2,) * 2] * 2
     pd.testing.assert_frame_equal(one.board, two.board, check_exact=True)
     pd.testing.assert_frame_equal(one.flags, two.flags, check_exact=True)
     assert one.flags.flagged.sum() == 1 and one.board.lc_win_rate.nunique() > 3  # something to get wrong

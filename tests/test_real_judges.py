@@ -229,6 +229,34 @@ def test_audit_verdicts_command_writes_the_report_card(tmp_path):
     assert info["published_figures"] == {}  # a sample: LLMBar published nothing for it
 
 
+def test_the_stage_bar_counts_the_audits_steps(tmp_path):
+    """The stage's one bar advances through the library's steps (``judgeaudit.progress``):
+    each source read, the report card, the published figures, each encoder batch, each PU
+    group; a rerun finds the embeddings cached and plans no batch."""
+    import io
+
+    from tqdm import tqdm
+
+    from judgeaudit.audits.pu_audit import PUConfig
+    from judgeaudit.pipeline.real_judges import VerdictAuditSettings, audit_verdicts, read_sources
+
+    settings = VerdictAuditSettings(FAST, PUConfig(n_splits=2, seed=0), cache_dir=tmp_path / "embeddings")
+    totals = []
+    for _ in range(2):
+        with tqdm(file=io.StringIO()) as bar:
+            table, files, notes = read_sources({"llmbar": str(DATA / "llmbar"), "pandalm": str(DATA / "pandalm")},
+                                               bar)
+            audit_verdicts(table, settings, files=files, notes=notes, steps=bar)
+            assert bar.n == bar.total
+            totals.append(bar.total)
+    labelled = table[table.label.isin(["1", "2"])]
+    groups = labelled.groupby(["source", "judge", "strategy"]).ngroups
+    texts = {f"{p[:400]}\n\n{r[-1500:]}" for col in ("response_1", "response_2")
+             for p, r in zip(labelled.prompt, labelled[col])}
+    batches = -(-len(texts) // 32)  # the encoder's batch size
+    assert batches >= 1 and groups >= 2 and totals == [2 + 2 + batches + groups, 2 + 2 + groups]
+
+
 def test_absent_source_is_a_note_not_an_error(tmp_path):
     from judgeaudit.pipeline.real_judges import read_sources
 

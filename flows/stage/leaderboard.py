@@ -7,6 +7,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 
 from flows.common import unconfigured
+from flows.runners import stage_bar
 from judgeaudit.config import Params, load_params
 from judgeaudit.layout import Layout
 from judgeaudit.pipeline.leaderboard import leaderboard_stage
@@ -20,7 +21,8 @@ PARAMS = ("seed", "audit.confidence", "leaderboard")
 @task(retries=1, retry_delay_seconds=5)
 def leaderboard(params: Params, out: Path) -> dict:
     """Not cached by Prefect: its input is a folder outside the project (DVC decides reruns)."""
-    return leaderboard_stage(params, out)
+    with stage_bar(unit="step") as bar:
+        return leaderboard_stage(params, out, steps=bar)
 
 
 @flow(name="leaderboard")

@@ -7,6 +7,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 
 from flows.common import unconfigured
+from flows.runners import stage_bar
 from judgeaudit.config import Params, load_params
 from judgeaudit.pipeline import real_judges
 from judgeaudit.layout import Layout
@@ -20,7 +21,8 @@ PARAMS = ("seed", "audit.confidence", "real_judges")
 @task(retries=1, retry_delay_seconds=5)
 def real_judges_audit(params: Params, root: str) -> real_judges.VerdictAudit:
     """Not cached by Prefect: its inputs are files outside the project (DVC decides reruns)."""
-    return real_judges.real_judges_stage(params, Path(root))
+    with stage_bar(unit="step") as bar:
+        return real_judges.real_judges_stage(params, Path(root), steps=bar)
 
 
 @flow(name="real-judges")

@@ -18,12 +18,15 @@ import numpy as np
 import pandas as pd
 from sklearn.feature_extraction.text import TfidfVectorizer
 
+from judgeaudit.progress import Steps, each
+
 
 def gamed_outputs(outputs: pd.DataFrame, threshold: float = 0.5, n_outputs: int = 200, seed: int = 0,
-                  max_chars: int = 500, pool: Executor | None = None) -> pd.DataFrame:
+                  max_chars: int = 500, pool: Executor | None = None,
+                  steps: Steps | None = None) -> pd.DataFrame:
     """``outputs``: model, prompt, output. One row per model with the evidence and ``flagged``.
     Per model, a seeded sample of ``n_outputs`` outputs is compared pairwise. ``pool``: worker
-    processes that share the models (the same figures)."""
+    processes that share the models (the same figures); ``steps``: a step per eight models."""
     texts = outputs["output"].fillna("").str[:max_chars]
     vec = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), min_df=2, max_features=50_000)
     vec.fit(texts.sample(min(5000, len(texts)), random_state=seed))
@@ -36,12 +39,11 @@ def gamed_outputs(outputs: pd.DataFrame, threshold: float = 0.5, n_outputs: int 
         asked = instruction_x[[row_of[t] for t in sample["prompt"].fillna("").str[:max_chars]]]
         models.append((model, sample["output"].fillna("").str[:max_chars].tolist(), sample["prompt"].to_numpy(),
                        asked, grp["output"].iloc[0][:200]))
-    if pool is None:
-        rows = _evidence(vec, models, threshold)
-    else:  # eight models a task: the vectorizer (megabytes) goes with each
-        parts = [models[k:k + 8] for k in range(0, len(models), 8)]
-        rows = [row for part in pool.map(_evidence, [vec] * len(parts), parts, [threshold] * len(parts))
-                for row in part]
+    # eight models a task: the vectorizer (megabytes) goes with each
+    parts = [models[k:k + 8] for k in range(0, len(models), 8)]
+    evidence = (pool.map(_evidence, [vec] * len(parts), parts, [threshold] * len(parts)) if pool is not None
+                else (_evidence(vec, part, threshold) for part in parts))
+    rows = [row for part in each(steps, evidence, len(parts)) for row in part]
     return pd.DataFrame(rows)
 
 

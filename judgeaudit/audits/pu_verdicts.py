@@ -30,6 +30,7 @@ from judgeaudit.audits.pu_audit import (
     run_pu_audit,
 )
 from judgeaudit.audits.stats import BootstrapSettings, mean_ci
+from judgeaudit.progress import Steps, each
 from judgeaudit.sources.judgment_table import by_order
 
 GROUP = ["source", "judge", "strategy"]
@@ -109,15 +110,16 @@ def self_check(frame: pd.DataFrame, z: np.ndarray, cfg: PUConfig, settings: Boot
 
 
 def pu_audit_verdicts(table: pd.DataFrame, embed: Callable[[list[str]], np.ndarray], cfg: PUConfig,
-                      settings: BootstrapSettings, folds: int = 5, min_items: int = 20
-                      ) -> tuple[pd.DataFrame, pd.DataFrame]:
+                      settings: BootstrapSettings, folds: int = 5, min_items: int = 20,
+                      steps: Steps | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(consistency per group and question type, with the self-check on the "all" rows;
-    per-item results of every split). ``embed`` maps texts to vectors (one call)."""
+    per-item results of every split). ``embed`` maps texts to vectors (one call);
+    ``steps``: a step per group."""
     items, excluded = binary_items(table)
     texts = sorted(set(texts_for(items, "response_a")) | set(texts_for(items, "response_b")))
     vectors = dict(zip(texts, embed(texts))) if texts else {}
     tables, per_item = [], []
-    for key, frame in items.groupby(GROUP, sort=True):
+    for key, frame in each(steps, items.groupby(GROUP, sort=True)):
         frame = frame.reset_index(drop=True)
         if len(frame) < min_items or frame["human"].nunique() < 2:
             continue

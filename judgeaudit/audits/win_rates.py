@@ -36,6 +36,7 @@ from scipy.special import expit, logit
 from sklearn.linear_model import LogisticRegression
 
 from judgeaudit.audits.liblinear_cv import CS, continuous_fit, liblinear_cv_losses
+from judgeaudit.progress import Steps, done, each, plan
 
 
 @dataclass(frozen=True)
@@ -197,7 +198,8 @@ def _folds(n: int, n_splits: int) -> np.ndarray:
 
 def controlled_fits(frames: list[pd.DataFrame], difficulty: pd.Series, settings: LCSettings,
                     controls: tuple[str, ...] = ("length",), gamed: pd.DataFrame | None = None,
-                    reg_lambda: float = 0.2, pool: Executor | None = None) -> list[dict]:
+                    reg_lambda: float = 0.2, pool: Executor | None = None, steps: Steps | None = None
+                    ) -> list[dict]:
     """The controlled win rate of each model (``frames``: each its rows of ``preferences``),
     and the GLM's per-instruction predictions at no difference in the controls.
 
@@ -205,7 +207,7 @@ def controlled_fits(frames: list[pd.DataFrame], difficulty: pd.Series, settings:
     ``GroupKFold`` by row, the continuous log-loss): with ``settings.cv`` "liblinear" by its
     50 liblinear fits per model, with "exact" every model's folds and grid solved at once to
     the objective's optimum (``l1_logistic``). The refit at the chosen C is liblinear's,
-    seeded as AlpacaEval's, either way."""
+    seeded as AlpacaEval's, either way. ``steps``: a step per model's cross-validation."""
     of = difficulty.to_dict()
     shared = None if gamed is None else (_glm_design(gamed, of, controls, 0.0), gamed["q"].to_numpy(float),
                                          np.full(len(gamed), reg_lambda / 2))
@@ -222,13 +224,16 @@ def controlled_fits(frames: list[pd.DataFrame], difficulty: pd.Series, settings:
     if settings.cv == "exact":
         from judgeaudit.audits.l1_logistic import cross_validated_losses  # torch: 2 s to import
 
+        plan(steps, len(rows))
         scores = cross_validated_losses(x, q, w, folds, CS)
+        done(steps, len(rows))
     else:
         tasks = [(xk, qk, wk, folds[k, :len(qk)], settings.seed) for k, (xk, qk, wk, _) in enumerate(rows)]
         # a model's 50 fits per task: over the pool's processes (liblinear's random state is
         # a process global, so never threads), the same fits either way
-        scores = np.stack(list(pool.map(liblinear_cv_losses, *zip(*tasks))) if pool is not None
-                          else [liblinear_cv_losses(*t) for t in tasks])
+        fits = pool.map(liblinear_cv_losses, *zip(*tasks)) if pool is not None else (
+            liblinear_cv_losses(*t) for t in tasks)
+        scores = np.stack(list(each(steps, fits, len(tasks))))
     best = CS[np.argmin(scores, axis=1)]
     out = []
     for (xk, qk, wk, test), c, frame in zip(rows, best, frames):
@@ -249,14 +254,16 @@ def controlled_one_model(frame: pd.DataFrame, difficulty: pd.Series, settings: L
 
 def controlled_win_rates(prefs: pd.DataFrame, difficulty: pd.Series, kind: str = "lc",
                          settings: LCSettings = LCSettings(), gamed: pd.DataFrame | None = None,
-                         pool: Executor | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+                         pool: Executor | None = None, steps: Steps | None = None
+                         ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per model: the ``kind`` ("lc" or "sc") win rate, its SE and the GLM's weights;
     per model and instruction: the predicted preference at no length/style difference).
     ``pool``: worker processes for the liblinear fits (``judgeaudit.workers.spawned_pool``)."""
     groups = list(prefs.groupby(["judge", "model_1", "model_2"], sort=True))
     fitted = [key for key, frame in groups if key[2] != key[1]]
     fits = dict(zip(fitted, controlled_fits([frame for key, frame in groups if key[2] != key[1]], difficulty,
-                                            settings, CONTROLS[kind], gamed if kind == "lc" else None, pool=pool)))
+                                            settings, CONTROLS[kind], gamed if kind == "lc" else None,
+                                            pool=pool, steps=steps)))
     rows, preds = [], []
     for (judge, base, model), frame in groups:
         row = {"judge": judge, "baseline": base, "model": model}

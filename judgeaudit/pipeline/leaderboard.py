@@ -29,6 +29,7 @@ from judgeaudit.audits.win_rates import (
     preferences,
     raw_win_rates,
 )
+from judgeaudit.progress import Steps, done, plan
 from judgeaudit.workers import spawned_pool
 
 COLUMNS = ["model", "baseline", "judge", "n", "win_rate", "win_rate_se", "lc_win_rate", "lc_se", "sc_win_rate",
@@ -54,8 +55,10 @@ class Leaderboard:
     summary: dict = field(default_factory=dict)
 
 
-def build_leaderboard(table: pd.DataFrame, settings: LeaderboardSettings) -> Leaderboard:
-    """Every figure of the leaderboard from its judgment table (source alpacaeval)."""
+def build_leaderboard(table: pd.DataFrame, settings: LeaderboardSettings, steps: Steps | None = None
+                      ) -> Leaderboard:
+    """Every figure of the leaderboard from its judgment table (source alpacaeval); ``steps``:
+    the gamed-output evidence, each model's two GLMs, the bootstrap and the gameability."""
     prefs = preferences(table)
     raw = raw_win_rates(prefs)
     outputs = table.drop_duplicates(["model_2", "prompt"]).rename(columns={"model_2": "model", "response_2": "output"})
@@ -63,13 +66,16 @@ def build_leaderboard(table: pd.DataFrame, settings: LeaderboardSettings) -> Lea
     # and the GLMs' liblinear fits are shared among them
     with spawned_pool(settings.workers, warm="judgeaudit.audits.liblinear_cv") as pool:
         flags = gamed_outputs(outputs[["model", "prompt", "output"]], threshold=settings.flag_threshold,
-                              seed=settings.bootstrap.seed, pool=pool)
+                              seed=settings.bootstrap.seed, pool=pool, steps=steps)
         # the instruction difficulty is estimated from the real entries: a gamed one answers no instruction
         difficulty = instruction_difficulty(prefs, exclude=set(flags.loc[flags.flagged, "model"]))
         gamed, stand_in = gamed_stand_in(prefs)  # AlpacaEval's gamed baselines are not public: see win_rates
-        lc, lc_pred = controlled_win_rates(prefs, difficulty, "lc", settings.lc, gamed=gamed, pool=pool)
-        sc, sc_pred = controlled_win_rates(prefs, difficulty, "sc", settings.lc, pool=pool)
+        lc, lc_pred = controlled_win_rates(prefs, difficulty, "lc", settings.lc, gamed=gamed, pool=pool,
+                                           steps=steps)
+        sc, sc_pred = controlled_win_rates(prefs, difficulty, "sc", settings.lc, pool=pool, steps=steps)
+    plan(steps, 2)
     bt = bootstrap_rates(prefs.rename(columns={"model_2": "model"}), "q", settings.bootstrap)
+    done(steps)
     board = (raw.merge(lc, on=["judge", "baseline", "model"]).merge(sc, on=["judge", "baseline", "model"])
              .merge(bt.drop(columns=["rate"]).rename(columns={"ci_low": "win_rate_ci_low",
                                                               "ci_high": "win_rate_ci_high"}), on="model")
@@ -81,6 +87,7 @@ def build_leaderboard(table: pd.DataFrame, settings: LeaderboardSettings) -> Lea
               .merge(sc_pred.rename(columns={"pred": "sc"}), on=["model", "prompt"]))
     # the controlled rates' spread takes each GLM's predictions as fixed: the CI is over instructions only
     games = gameability(values, {"raw": "q", "lc": "lc", "sc": "sc"}, settings.bootstrap)
+    done(steps)
     published = alpacaeval_figures(board)
     summary = {"models": int(len(board)), "baseline": sorted(board["baseline"].unique().tolist()),
                "judge": sorted(board["judge"].unique().tolist()), "separability_bt": separability(board),
@@ -145,9 +152,10 @@ def judges_compared(section, settings: SelfPreferenceSettings, measured: pd.Data
     return summary
 
 
-def leaderboard_stage(params, out: Path) -> dict:
+def leaderboard_stage(params, out: Path, steps: Steps | None = None) -> dict:
     """The stage: the configured leaderboard, or a note where its annotations are absent;
-    then the judges' self-preference where their boards are configured."""
+    then the judges' self-preference where their boards are configured. ``steps``: reading,
+    ``build_leaderboard``'s, the self-preference and writing."""
     from judgeaudit.sources import read_source
     from judgeaudit.tables import write_json
 
@@ -155,15 +163,18 @@ def leaderboard_stage(params, out: Path) -> dict:
     boot = BootstrapSettings(section.n_boot, params.audit.confidence, params.seed)
     out.mkdir(parents=True, exist_ok=True)
     result = None
+    plan(steps, 3)  # reading, the self-preference, writing
     if Path(section.path).exists():
         table, report = read_source(section.source, section.path)
+        done(steps)
         result = build_leaderboard(table, LeaderboardSettings(boot, LCSettings(cv=section.lc_cv),
                                                               flag_threshold=section.flag_threshold,
-                                                              workers=params.scale.processes))
+                                                              workers=params.scale.processes), steps)
         summary = result.summary
         summary["notes"] = report.notes
     else:
         summary = {"notes": [f"{section.source}: skipped, {section.path} is absent (see the README for the data)"]}
+        done(steps)
     if section.self_preference is not None:
         sp = section.self_preference
         settings = SelfPreferenceSettings(sp.n_instructions,
@@ -172,8 +183,10 @@ def leaderboard_stage(params, out: Path) -> dict:
         summary["notes"] = summary["notes"] + compared.pop("notes", [])
         if compared:
             summary["self_preference"] = compared
+    done(steps)
     if result is not None:
         write_leaderboard(result, out, out.parent / "quarantine")
     else:
         write_json(summary, out / "summary.json")
+    done(steps)
     return summary

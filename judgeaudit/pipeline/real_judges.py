@@ -18,6 +18,7 @@ from judgeaudit.audits.pu_verdicts import pu_audit_verdicts
 from judgeaudit.audits.reproduction import reproduce_published
 from judgeaudit.audits.stats import BootstrapSettings
 from judgeaudit.models.encoder import DEFAULT_ENCODER
+from judgeaudit.progress import Steps, done, each, plan
 from judgeaudit.sources import read_source
 from judgeaudit.sources.judgment_table import COLUMNS
 
@@ -47,10 +48,12 @@ class VerdictAudit:
     notes: list[str]
 
 
-def read_sources(sources: dict[str, str]) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
-    """(the judgment table of every source present, the per-file read report, notes)."""
+def read_sources(sources: dict[str, str], steps: Steps | None = None
+                 ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """(the judgment table of every source present, the per-file read report, notes); a
+    step of ``steps`` per source."""
     frames, files, notes = [], [], []
-    for name, path in sources.items():
+    for name, path in each(steps, sources.items()):
         if not Path(path).exists():
             notes.append(f"{name}: skipped, {path} is absent (see the README for the data)")
             continue
@@ -69,28 +72,36 @@ def pu_subset(table: pd.DataFrame, strategies: dict[str, list[str]]) -> pd.DataF
     return table[keep]
 
 
-def make_embedder(settings: VerdictAuditSettings) -> Callable[[list[str]], np.ndarray]:
-    """The PU audit's F(x, o): the frozen encoder, through the on-disk cache."""
+def make_embedder(settings: VerdictAuditSettings, steps: Steps | None = None
+                  ) -> Callable[[list[str]], np.ndarray]:
+    """The PU audit's F(x, o): the frozen encoder, through the on-disk cache (a step of
+    ``steps`` per batch it encodes)."""
     from judgeaudit.models.embedding_cache import EmbeddingCache
     from judgeaudit.models.encoder import Encoder
 
     cache = EmbeddingCache(lambda: Encoder(settings.encoder, max_length=settings.max_length),
                            f"{settings.encoder}|{settings.max_length}", settings.cache_dir)
-    return cache.embed
+    return lambda texts: cache.embed(texts, steps)
 
 
 def audit_verdicts(table: pd.DataFrame, settings: VerdictAuditSettings, *,
                    embed: Callable[[list[str]], np.ndarray] | None = None,
-                   files: pd.DataFrame | None = None, notes: list[str] | None = None) -> VerdictAudit:
-    """Every audit the judgment table's inputs allow."""
+                   files: pd.DataFrame | None = None, notes: list[str] | None = None,
+                   steps: Steps | None = None) -> VerdictAudit:
+    """Every audit the judgment table's inputs allow; ``steps``: the report card, the
+    published figures, then the PU audit's encoder batches and groups."""
     notes = list(notes or [])
+    plan(steps, 2)
     card = report_card(table, settings.bootstrap) if len(table) else pd.DataFrame()
+    done(steps)
     reproduction = reproduce_published(table) if len(table) else pd.DataFrame()
+    done(steps)
     pu = pd.DataFrame()
     labelled = table[table["label"].isin(["1", "2"])] if len(table) else table
     if settings.pu is not None and len(labelled):
-        pu, _ = pu_audit_verdicts(pu_subset(labelled, settings.pu_strategies), embed or make_embedder(settings),
-                                  settings.pu, settings.bootstrap, folds=settings.pu_folds)
+        pu, _ = pu_audit_verdicts(pu_subset(labelled, settings.pu_strategies),
+                                  embed or make_embedder(settings, steps), settings.pu, settings.bootstrap,
+                                  folds=settings.pu_folds, steps=steps)
     return VerdictAudit(table, card, reproduction, pu, files if files is not None else pd.DataFrame(), notes)
 
 
@@ -193,8 +204,8 @@ def settings_from_params(params, cache_dir: Path | None) -> VerdictAuditSettings
         cache_dir=cache_dir)
 
 
-def real_judges_stage(params, root: Path) -> VerdictAudit:
+def real_judges_stage(params, root: Path, steps: Steps | None = None) -> VerdictAudit:
     """Every source params.yaml names, audited; absent sources noted."""
-    table, files, notes = read_sources(dict(params.real_judges.sources))
+    table, files, notes = read_sources(dict(params.real_judges.sources), steps)
     settings = settings_from_params(params, root / "cache" / "embeddings")
-    return audit_verdicts(table, settings, files=files, notes=notes)
+    return audit_verdicts(table, settings, files=files, notes=notes, steps=steps)
