@@ -187,10 +187,10 @@ def _judge_benchmark(args: argparse.Namespace) -> int:
 
 
 def _leaderboard(args: argparse.Namespace) -> int:
-    from judgeaudit.audits.stats import BootstrapSettings
-    from judgeaudit.audits.win_rates import LCSettings
     from tqdm.auto import tqdm
 
+    from judgeaudit.audits.stats import BootstrapSettings
+    from judgeaudit.audits.win_rates import LCSettings
     from judgeaudit.pipeline.leaderboard import LeaderboardSettings, build_leaderboard, write_leaderboard
     from judgeaudit.sources import read_source
 

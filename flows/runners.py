@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from tqdm.auto import tqdm
 
 from judgeaudit.config import Scale
+from judgeaudit.progress import each
 
 T = TypeVar("T")
 
@@ -27,10 +28,8 @@ def stage_bar(total: int = 0, unit: str = "task") -> tqdm:
 
 def tracked(items: Sequence[T]) -> Iterator[T]:
     """``items`` one by one, the stage's bar advancing after each (tasks run in turn)."""
-    with stage_bar(len(items)) as bar:
-        for item in items:
-            yield item
-            bar.update()
+    with stage_bar() as bar:
+        yield from each(bar, items)
 
 
 def results(futures: Iterable[Any]) -> list:
