@@ -145,6 +145,29 @@ TINY_TABLES = ["prompts/prompts.parquet", "synthetic/answers.parquet", "response
                "leakage_studies/mixing.parquet", "leakage_studies/scale.parquet", "students/index.parquet"]
 
 
+def shared_run_modules(rootpath: Path) -> set[str]:
+    """The test modules that read ``tiny_audit`` (named in their text), as in test ids."""
+    return {p.relative_to(rootpath).as_posix() for p in (ROOT / "tests").glob("test_*.py")
+            if "tiny_audit" in p.read_text()}
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """README's test command runs two pytest-xdist workers. The modules that read
+    ``tiny_audit`` make one unit of work, so that its minutes-long flow runs once, on one
+    worker; every other test is a unit of its own. xdist hands out the units with the most
+    tests first, so that worker starts on it at once. (xdist's own ``--dist loadgroup``
+    marks groups in the test ids, which pytest 9 no longer lets a plugin change.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    shared = shared_run_modules(config.rootpath)
+
+    class SharedRunScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "tiny_audit" if nodeid.split("::", 1)[0] in shared else nodeid
+
+    return SharedRunScheduling(config, log)
+
+
 @pytest.fixture(scope="session")
 def tiny_audit(prefect_server, tmp_path_factory) -> tuple[Path, Path]:
     """(params file, data root) of ONE real Prefect run of the whole DAG (``full_audit``)

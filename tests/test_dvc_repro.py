@@ -7,19 +7,22 @@ length-controlled GLM makes `dvc status` flag the stage that runs it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
-from tests.conftest import ROOT, TINY_TABLES
+from tests.conftest import ROOT, TINY_TABLES, write_tiny_params
 
 pytestmark = pytest.mark.slow
 
@@ -28,12 +31,40 @@ _GIT_ID = {f"GIT_{who}_{what}": value for who in ("AUTHOR", "COMMITTER")
            for what, value in (("NAME", "judgeaudit tests"), ("EMAIL", "tests@judgeaudit.invalid"))}
 
 
+class _Run:
+    """A command run in the background, its output in files, not pipes: a run left alone
+    while the test does other work must not fill a pipe and stall."""
+
+    def __init__(self, *args: str, cwd: Path, **extra: str) -> None:
+        bindir = str(Path(sys.executable).parent)
+        env = {**os.environ, "PATH": bindir + ":" + os.environ["PATH"], **_GIT_ID, **extra}
+        self.out, self.err = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
+        self.proc = subprocess.Popen(args, cwd=cwd, env=env, stdout=self.out, stderr=self.err, text=True,
+                                     start_new_session=True)
+
+    def kill(self) -> None:
+        """Kill what is left of the command and the stages it started (its process group)."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+    def finish(self, stdout_only: bool = False) -> str:
+        try:
+            self.proc.wait(timeout=1800)
+        finally:
+            self.kill()  # nothing left running after a timeout or an interrupt
+        texts = []
+        for f in (self.out, self.err):
+            with f:
+                f.seek(0)
+                texts.append(f.read())
+        stdout, stderr = texts
+        command = " ".join(self.proc.args)
+        assert self.proc.returncode == 0, f"{command} failed:\n{stdout[-3000:]}\n{stderr[-3000:]}"
+        return stdout if stdout_only else stdout + stderr
+
+
 def _sh(*args: str, cwd: Path, stdout_only: bool = False, **extra: str) -> str:
-    bindir = str(Path(sys.executable).parent)
-    env = {**os.environ, "PATH": bindir + ":" + os.environ["PATH"], **_GIT_ID, **extra}
-    out = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=1800)
-    assert out.returncode == 0, f"{' '.join(args)} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
-    return out.stdout if stdout_only else out.stdout + out.stderr
+    return _Run(*args, cwd=cwd, **extra).finish(stdout_only)
 
 
 def _covered(read: str, declared: set[str]) -> bool:
@@ -64,26 +95,34 @@ def _ran(log: str) -> set[str]:
     return set(re.findall(r"Running stage '(\w+)'", log))
 
 
-def test_dvc_repro(tiny_audit, tmp_path):
+def test_dvc_repro(prefect_server, request, tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()
     for item in ("dvc.yaml", "judgeaudit", "flows", "tasks"):
         src = ROOT / item
         (shutil.copytree if src.is_dir() else shutil.copy)(src, repo / item)
-    params, flow_root = tiny_audit  # the same config, run by the Prefect flow (tests/conftest.py)
-    # ... on one process where the flow ran a pool of two: `scale` is not among any stage's
-    # params (DVC would not rerun a stage for it), so it must not change a bit of the tables
-    config = yaml.safe_load(params.read_text())
-    assert config["scale"]["processes"] == 2
-    config["scale"]["processes"] = 1
-    (repo / "params.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    # the flow run's config (tiny_audit), on one process where the flow runs a pool of two:
+    # `scale` is not among any stage's params (DVC would not rerun a stage for it), so it
+    # must not change a bit of the tables
+    write_tiny_params(repo / "params.yaml", processes=1)
     _sh("git", "init", "-q", cwd=repo)
     _sh("dvc", "init", "-q", cwd=repo)
 
     trace = tmp_path / "params-read.jsonl"
     # a task cache of its own, as on a clean clone: every task runs, and the trace sees its reads
     storage = dict(PREFECT_LOCAL_STORAGE_PATH=str(tmp_path / "prefect-storage"))
-    first = _sh("dvc", "repro", cwd=repo, JUDGEAUDIT_TRACE_PARAMS=str(trace), **storage)
+    repro = _Run("dvc", "repro", cwd=repo, JUDGEAUDIT_TRACE_PARAMS=str(trace), **storage)
+    # meanwhile the Prefect flow runs the same config (the session's fixture, if no test has yet):
+    # DVC's one process per stage leaves a core to the flow's pool
+    try:
+        params, flow_root = request.getfixturevalue("tiny_audit")
+    except BaseException:
+        repro.kill()
+        raise
+    config, ours = (yaml.safe_load(p.read_text()) for p in (params, repo / "params.yaml"))
+    assert config.pop("scale") == {"processes": 2} and ours.pop("scale") == {"processes": 1}
+    assert config == ours
+    first = repro.finish()
     assert _ran(first) == {"bootstrap", "generate", "train", "respond", "judge", "audit",
                             "robustness", "leakage_studies", "boat", "pu", "prefix", "score_range", "real_judges", "leaderboard",
                             "report"}
