@@ -147,7 +147,7 @@ TINY_TABLES = ["prompts/prompts.parquet", "synthetic/answers.parquet", "response
 
 def shared_run_modules(rootpath: Path) -> set[str]:
     """The test modules that read ``tiny_audit`` (named in their text), as in test ids."""
-    return {p.relative_to(rootpath).as_posix() for p in (ROOT / "tests").glob("test_*.py")
+    return {p.relative_to(rootpath).as_posix() for p in (rootpath / "tests").glob("test_*.py")
             if "tiny_audit" in p.read_text()}
 
 

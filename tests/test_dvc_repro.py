@@ -39,7 +39,7 @@ class _Run:
         bindir = str(Path(sys.executable).parent)
         env = {**os.environ, "PATH": bindir + ":" + os.environ["PATH"], **_GIT_ID, **extra}
         self.out, self.err = tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+")
-        self.proc = subprocess.Popen(args, cwd=cwd, env=env, stdout=self.out, stderr=self.err, text=True,
+        self.proc = subprocess.Popen(args, cwd=cwd, env=env, stdout=self.out, stderr=self.err,
                                      start_new_session=True)
 
     def kill(self) -> None:
