@@ -1,7 +1,8 @@
 """The pipeline's stages, each declared once: its name (the DVC stage, the CLI choice and
 the module ``flows/stage/<name>.py`` whose ``<name>_flow`` runs it), the tables it reads
 and writes for later stages, and whether it wants an accelerator. dvc.yaml, the CLI, the
-GPU-pool flow and the upstream checks come from here or are tested against it.
+GPU-pool flow, the upstream checks and the workers' preloads come from here or are tested
+against it.
 
 Imports nothing heavy: the CLI reads it before any flow (or Prefect) is loaded."""
 
@@ -21,6 +22,7 @@ class Stage:
     reads: tuple[str, ...] = ()   # tables of earlier stages, validated before use
     writes: tuple[str, ...] = ()  # tables later stages read
     gpu: bool = False             # sent to the GPU work pool by full_audit_gpu_pool
+    pool: bool = False            # its tasks run over worker processes (flows.runners.parallel)
 
     @property
     def module(self) -> str:
@@ -32,18 +34,18 @@ class Stage:
 
 
 STAGES: tuple[Stage, ...] = (
-    Stage("bootstrap", writes=("prompts",)),
+    Stage("bootstrap", writes=("prompts",), pool=True),
     Stage("generate", reads=("prompts",), writes=("synthetic",)),
-    Stage("train", reads=("synthetic",), writes=("student_index",), gpu=True),
+    Stage("train", reads=("synthetic",), writes=("student_index",), gpu=True, pool=True),
     Stage("respond", reads=("prompts", "synthetic", "student_index"), writes=("responses",), gpu=True),
     Stage("judge", reads=("responses",), writes=("judgments",), gpu=True),
     Stage("audit", reads=("judgments", "prompts"), writes=("win_rates", "pls")),
-    Stage("robustness", reads=("responses", "judgments")),
-    Stage("leakage_studies", reads=("prompts", "synthetic"), gpu=True),
-    Stage("boat"),
-    Stage("pu"),
-    Stage("prefix"),
-    Stage("score_range", writes=("score_correlations",), gpu=True),
+    Stage("robustness", reads=("responses", "judgments"), pool=True),
+    Stage("leakage_studies", reads=("prompts", "synthetic"), gpu=True, pool=True),
+    Stage("boat", pool=True),
+    Stage("pu", pool=True),
+    Stage("prefix", pool=True),
+    Stage("score_range", writes=("score_correlations",), gpu=True, pool=True),
     Stage("real_judges", writes=("judge_quality",)),
     Stage("leaderboard"),
     Stage("report", reads=("win_rates", "pls", "responses")),

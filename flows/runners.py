@@ -82,8 +82,10 @@ def parallel(scale: Scale):
     if scale.processes > 1:
         import os
 
-        return _with_bar(_pool_ending_its_workers_on_error())(max_workers=scale.processes, initializer=_one_thread,
-                                                              initargs=(os.getpid(),))
+        from judgeaudit.workers import fork_server
+
+        pool = _pool_ending_its_workers_on_error(forked=fork_server(WORKER_PRELOAD))
+        return _with_bar(pool)(max_workers=scale.processes, initializer=_one_thread, initargs=(os.getpid(),))
     return _with_bar(_in_process_on_one_thread())(max_workers=1)
 
 
@@ -134,13 +136,58 @@ def _in_process_on_one_thread() -> type:
     return InProcess
 
 
-def _pool_ending_its_workers_on_error() -> type:
+# what every worker imports before its first task: started by `python -m flows.run STAGE`
+# with that stage's module too (preload_workers), else by the first pool, with these
+WORKER_PRELOAD = ("judgeaudit.training.trainers", "judgeaudit.models.hf", "prefect.task_engine",
+                  "prefect_dask")
+
+
+def preload_workers(stage: str | None) -> None:
+    """Start the fork server that a stage's pool forks its workers from, importing the
+    stage's code (every stage's, for the whole audit) while the stage process imports its
+    own; nothing for a stage without a pool."""
+    from flows.registry import STAGES, stage as declared
+    from judgeaudit.workers import fork_server
+
+    pooled = [s for s in ([declared(stage)] if stage else STAGES) if s.pool]
+    if pooled:
+        fork_server((*WORKER_PRELOAD, *(s.module for s in pooled)))
+
+
+class _ForkServerContext:
+    """The ``multiprocessing`` module as Prefect's process pool sees it: the context it asks
+    for ("spawn", hard-coded) is the fork server's."""
+
+    def __init__(self, multiprocessing) -> None:
+        self._multiprocessing = multiprocessing
+
+    def get_context(self, method: str | None = None):
+        return self._multiprocessing.get_context("forkserver")
+
+    def __getattr__(self, name: str):
+        return getattr(self._multiprocessing, name)
+
+
+def _pool_ending_its_workers_on_error(forked: bool = False) -> type:
     """Prefect's process pool whose exit, when the block raised (SIGTERM, a failed task),
     ends the workers first: Prefect's own exit waits for the running tasks, so a SIGTERM'd
-    run went on for as long as its workers' model builds (over 60 s in a drill)."""
+    run went on for as long as its workers' model builds (over 60 s in a drill). ``forked``:
+    its workers come from the fork server (``judgeaudit.workers.fork_server``)."""
     from prefect.task_runners import ProcessPoolTaskRunner
 
     class Pool(ProcessPoolTaskRunner):
+        def __enter__(self):
+            if not forked:
+                return super().__enter__()
+            import prefect.task_runners as prefect_runners
+
+            spawning = prefect_runners.multiprocessing
+            prefect_runners.multiprocessing = _ForkServerContext(spawning)
+            try:
+                return super().__enter__()
+            finally:
+                prefect_runners.multiprocessing = spawning
+
         def __exit__(self, exc_type, exc_value, traceback) -> None:
             if exc_type is not None and self._executor is not None:
                 # ProcessPoolExecutor has no public way to stop a running call

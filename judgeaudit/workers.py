@@ -4,23 +4,62 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor
 
 
-def exit_with(parent_pid: int) -> None:
-    """In a worker process: exit as soon as ``parent_pid`` is no longer its parent. A killed
-    run's workers would otherwise finish their task, or wait for the next, for nothing."""
+def exit_with(run_pid: int) -> None:
+    """In a worker process: exit as soon as the run ``run_pid`` that started it is gone. A
+    killed run's workers would otherwise finish their task, or wait for the next, for nothing."""
+    # spawned by the run: watch the parent's pid, not the parent seen here (a worker still
+    # starting when its run was killed is an orphan already); forked by the run's fork
+    # server, which outlives the run while its workers hold it open: watch the run itself
+    spawned = os.getppid() == run_pid
+
     def watch() -> None:
-        # the parent's pid, not the parent seen here: a worker still starting when its
-        # parent was killed is an orphan already
-        while os.getppid() == parent_pid:
+        while (os.getppid() == run_pid) if spawned else _running(run_pid):
             time.sleep(0.5)
         os._exit(1)
 
     threading.Thread(target=watch, daemon=True, name="judgeaudit-exit-with-parent").start()
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` exists and has not exited (a zombie waits for its parent to
+    reap it); Linux's /proc, where the fork server is used."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+_fork_server_preload: tuple[str, ...] | None = None
+
+
+def fork_server(preload: Sequence[str] = ()) -> bool:
+    """Start this process's fork server the first time (with ``preload`` imported), and
+    whether workers are forked from it: False off Linux, where they are spawned as before.
+    A spawned worker imports torch, transformers, trl, Prefect and the stage's code anew
+    (about 6 s of a core each, two workers per stage) while the stage waits for it. Forked
+    from a server that imported them once, while the stage imported its own code, it starts
+    at once. The server runs no Python thread and no task (its native thread pools, OpenBLAS's
+    and jemalloc's, reset at a fork), so a fork copies no lock mid-use, as forking the stage
+    process, with Prefect's threads, would."""
+    global _fork_server_preload
+    if not sys.platform.startswith("linux"):
+        return False
+    import multiprocessing
+    from multiprocessing import forkserver
+
+    if _fork_server_preload is None:
+        _fork_server_preload = tuple(preload)
+        multiprocessing.get_context("forkserver").set_forkserver_preload(list(preload))
+    forkserver.ensure_running()  # started once; again only if it died
+    return True
 
 
 def _start(parent_pid: int, module: str) -> None:

@@ -52,6 +52,26 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _descendants(pid: int) -> list[int]:
+    """Its children and theirs: the pool's workers are the fork server's children on Linux."""
+    found = _children(pid)
+    return found + [g for c in found for g in _descendants(c)]
+
+
+def _workers(pid: int) -> list[int]:
+    """The run's pool workers: forked by its fork server (judgeaudit.workers.fork_server), or
+    spawned by the run itself where there is none."""
+    return [w for c in _children(pid) for w in ([c] if b"spawn_main" in _cmdline(c) else
+                                                 _children(c) if b"forkserver" in _cmdline(c) else [])]
+
+
 def _leftovers(root: Path) -> list[Path]:
     return [p for p in root.rglob("*") if p.name.startswith(".") or p.name.endswith(".tmp")]
 
@@ -73,7 +93,7 @@ def test_a_killed_run_leaves_nothing_and_the_rerun_matches(tmp_path, tiny_params
 
     proc, server = _start_and_find_server(tiny_params_file, killed, env)
     time.sleep(random.Random(7).uniform(2.0, 12.0))  # a seeded random point: model building, usually
-    started = _children(proc.pid)  # the server, the pool's workers once they are up
+    started = _descendants(proc.pid)  # the server, the fork server, the pool's workers once they are up
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=60)
     assert gone(server), "the temporary Prefect server outlived the killed run"
@@ -94,8 +114,9 @@ def test_sigterm_ends_the_run_and_its_server(tmp_path, tiny_params_file):
     root = tmp_path / "data"
     proc, server = _start_and_find_server(tiny_params_file, root, _env(tmp_path))
     deadline = time.monotonic() + 120
-    while len(started := _children(proc.pid)) < 3 and time.monotonic() < deadline:  # the server and two workers
+    while len(_workers(proc.pid)) < 2 and time.monotonic() < deadline:
         time.sleep(0.2)
+    started = _descendants(proc.pid)  # the server, the fork server and the two workers
     busy = time.monotonic() + 30  # the workers into their first task (building models)
     while time.monotonic() < busy and not (root / "models").exists():
         time.sleep(0.2)
@@ -122,7 +143,7 @@ def test_a_killed_runs_busy_workers_end_with_it(tmp_path, tiny_params_file):
     deadline = time.monotonic() + 240
     while True:
         assert proc.poll() is None and time.monotonic() < deadline, "the workers never got busy"
-        workers = [c for c in _children(proc.pid) if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
+        workers = _workers(proc.pid)
         if len(workers) == 2:
             before = [_cpu_ticks(w) for w in workers]
             time.sleep(0.3)

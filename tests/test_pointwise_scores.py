@@ -170,3 +170,21 @@ def test_rowwise_bootstrap_correlations_match_scipy(kind):
     got = _rowwise(x, y, kind)
     want = [correlate(a, b, kind) for a, b in zip(x, y)]
     np.testing.assert_allclose(got, want, atol=1e-9)
+
+
+@pytest.mark.parametrize("continuous", [False, True])
+def test_resampled_kendall_equals_scipy_to_the_last_bit(continuous):
+    from judgeaudit.audits.correlation import _kendall_resampled
+
+    rng = np.random.default_rng(5)
+    y = rng.integers(0, 5, 90).astype(float)  # graded references: many ties
+    x = y + rng.normal(0, 2, 90) if continuous else rng.integers(0, 5, 90).astype(float)
+    boots = rng.integers(0, 90, (300, 90))
+    boots[0] = 7  # one item drawn 90 times: both sides constant, tau undefined
+    want = np.array([correlate(x[b], y[b], "kendall") for b in boots])
+    got = _kendall_resampled(x, y, boots)
+    assert np.isnan(got[0]) and np.isfinite(got[1:]).all()
+    np.testing.assert_array_equal(got, want)  # not allclose: the same counts, the same division
+    x[3] = np.nan  # scipy's own path, row by row, where an item has no score
+    np.testing.assert_array_equal(_kendall_resampled(x, y, boots),
+                                  [correlate(x[b], y[b], "kendall") for b in boots])

@@ -5,6 +5,8 @@ one progress bar, of its tasks."""
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 
 import pytest
@@ -36,6 +38,27 @@ def test_tasks_run_on_one_torch_thread(prefect_server, processes):
         assert torch.get_num_threads() == 2  # the stage's own computations keep theirs
     finally:
         torch.set_num_threads(before)
+
+
+@task
+def _parent() -> int:
+    return os.getppid()
+
+
+@flow
+def _parents_seen() -> list[int]:
+    with parallel(Scale(processes=2)) as runner:
+        return [f.result() for f in [runner.submit(_parent, {}) for _ in range(2)]]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the fork server is used on Linux only")
+def test_a_pools_workers_are_forked_by_the_fork_server(prefect_server):
+    """Not spawned, each importing torch, transformers and Prefect anew: forked from the
+    server that imported them once (judgeaudit.workers.fork_server)."""
+    from multiprocessing import forkserver
+
+    parents = _parents_seen()
+    assert set(parents) == {forkserver._forkserver._forkserver_pid} and os.getpid() not in parents
 
 
 @task

@@ -131,6 +131,16 @@ def _imports(path: Path) -> set[str]:
     return names
 
 
+def test_a_stage_declares_a_pool_where_its_flow_runs_one():
+    """The fork server starts with a stage (its workers' imports beside the stage's own)
+    exactly where the stage's flow runs its tasks over worker processes."""
+    from flows.registry import STAGES
+
+    for stage in STAGES:
+        source = (ROOT / Path(*stage.module.split("."))).with_suffix(".py").read_text()
+        assert ("parallel(" in source) == stage.pool, f"{stage.name}: pool={stage.pool} in flows/registry.py"
+
+
 def test_layers_stage_modules_import_no_other_stage_module():
     """The library's layers, checked on the source: a stage's library module
     (judgeaudit/pipeline/X.py) imports no other stage's; the lower layers (models,

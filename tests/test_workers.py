@@ -6,6 +6,9 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 from tests.conftest import ROOT, gone, running
 
@@ -41,3 +44,44 @@ def test_one_worker_runs_inline():
 
     with spawned_pool(1) as pool:
         assert pool is None
+
+
+FORKED = """
+import multiprocessing, os, sys, time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import forkserver
+from judgeaudit.workers import exit_with, fork_server
+
+if __name__ == "__main__":
+    assert fork_server(["json"])
+    pool = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("forkserver"),
+                               initializer=exit_with, initargs=(os.getpid(),))
+    list(pool.map(time.sleep, [0.5, 0.5]))  # both workers started
+    workers = [p.pid for p in multiprocessing.active_children()]
+    print(forkserver._forkserver._forkserver_pid, *workers, flush=True)
+    time.sleep(600)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the fork server is used on Linux only")
+def test_a_killed_runs_forked_workers_exit(tmp_path):
+    """Forked by the run's fork server, which its workers hold open after the run dies, the
+    workers watch the run itself; then the server ends too."""
+    script = tmp_path / "forked.py"
+    script.write_text(FORKED)
+    run = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, stdout=subprocess.PIPE, text=True,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        server, *workers = [int(p) for p in run.stdout.readline().split()]
+        assert len(workers) == 2 and all(running(p) for p in (server, *workers))
+        assert all(_parent(w) == server for w in workers)  # forked by the server, not the run
+        run.send_signal(signal.SIGKILL)
+        run.wait(timeout=10)
+        assert all(gone(p, within_s=10) for p in workers), "a worker outlived its killed run"
+        assert gone(server, within_s=10), "the fork server outlived the run and its workers"
+    finally:
+        run.kill()
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])

@@ -38,6 +38,36 @@ def _rowwise(xb: np.ndarray, yb: np.ndarray, kind: str) -> np.ndarray:
     return np.where(np.isfinite(r), np.clip(r, -1, 1), np.nan)
 
 
+def _kendall_resampled(x: np.ndarray, y: np.ndarray, boots: np.ndarray) -> np.ndarray:
+    """Kendall's tau-b of ``(x[b], y[b])`` for each row ``b`` of the resample indices
+    ``boots``, as scipy's ``kendalltau`` computes it: the same integer pair counts and the
+    same final division, so equal to the last bit. A resample is a count of draws per
+    item, so its concordant-minus-discordant pairs are ``w P w / 2`` with ``P`` the items'
+    pairwise sign agreement, and its ties come from the draws per distinct value: one
+    matrix product for every resample instead of one scipy call each (1.4 ms here, 2,000
+    per method and score range). Items with a nan, or too many for ``P``: scipy per row."""
+    n_items, (n_boot, m) = len(x), boots.shape
+    if n_items > 4096 or np.isnan(x).any() or np.isnan(y).any():
+        return _rowwise(x[boots], y[boots], "kendall")
+    w = np.bincount((np.arange(n_boot)[:, None] * n_items + boots).ravel(),
+                    minlength=n_boot * n_items).reshape(n_boot, n_items).astype(float)
+    agree = np.sign(x[:, None] - x[None, :]) * np.sign(y[:, None] - y[None, :])
+    # every value here is an integer far below 2**53: float64 products and sums are exact
+    con_minus_dis = np.rint(((w @ agree) * w).sum(axis=1) / 2).astype(np.int64)
+
+    def ties(v: np.ndarray) -> np.ndarray:  # pairs of draws with equal values, per resample
+        codes = np.unique(v, return_inverse=True)[1].ravel()
+        per_value = w @ np.eye(codes.max() + 1)[codes]
+        return np.rint(((per_value ** 2).sum(axis=1) - m) / 2).astype(np.int64)
+
+    tot = m * (m - 1) // 2
+    xtie, ytie = ties(x), ties(y)
+    undefined = (xtie == tot) | (ytie == tot)  # a constant side
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tau = con_minus_dis / np.sqrt(tot - xtie) / np.sqrt(tot - ytie)
+    return np.where(undefined, np.nan, np.minimum(1.0, np.maximum(-1.0, tau)))
+
+
 def _interval(dist: np.ndarray, confidence: float) -> tuple[float, float]:
     alpha = (1 - confidence) / 2
     dist = dist[np.isfinite(dist)]
@@ -61,7 +91,11 @@ def correlation_table(reference: np.ndarray, scores: dict[str, np.ndarray], base
     rows = []
     for kind in kinds:
         point = {m: correlate(np.asarray(s, float), y, kind) for m, s in scores.items()}
-        dist = {m: _rowwise(np.asarray(s, float)[boots], y[boots], kind) for m, s in scores.items()}
+        if kind == "kendall":
+            dist = {m: _kendall_resampled(np.asarray(s, float), y, boots)
+                    for m, s in scores.items()}
+        else:
+            dist = {m: _rowwise(np.asarray(s, float)[boots], y[boots], kind) for m, s in scores.items()}
         base = dist[baseline]
         for m in scores:
             low, high = _interval(dist[m], confidence)
