@@ -168,6 +168,12 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     return SharedRunScheduling(config, log)
 
 
+@pytest.fixture
+def pooled_params_file(tmp_path: Path) -> Path:
+    """The tiny config with the default pool of two worker processes per stage (the kill drills)."""
+    return write_tiny_params(tmp_path / "params.yaml", processes=2)
+
+
 @pytest.fixture(scope="session")
 def tiny_audit(prefect_server, tmp_path_factory) -> tuple[Path, Path]:
     """(params file, data root) of ONE real Prefect run of the whole DAG (``full_audit``)
