@@ -44,7 +44,7 @@ def fork_server(preload: Sequence[str] = ()) -> bool:
     """Start this process's fork server the first time (with ``preload`` imported), and
     whether workers are forked from it: False off Linux, where they are spawned as before.
     A spawned worker imports torch, transformers, trl, Prefect and the stage's code anew
-    (about 6 s of a core each, two workers per stage) while the stage waits for it. Forked
+    (about 13 s of a core each on a 2-core AMD EPYC, two per stage) while the stage waits. Forked
     from a server that imported them once, while the stage imported its own code, it starts
     at once. The server runs no Python thread and no task (its native thread pools, OpenBLAS's
     and jemalloc's, reset at a fork), so a fork copies no lock mid-use, as forking the stage
