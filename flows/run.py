@@ -53,10 +53,9 @@ def run(stage: str | None, params_path: str, root: str) -> int:
     def meanwhile() -> None:  # while the server starts (on two cores the two overlap)
         from judgeaudit.tables import remove_leftovers
 
-        if params.scale.processes > 1:
-            from flows.runners import preload_workers
+        from flows.runners import preload_workers
 
-            preload_workers(stage)  # the workers' imports, on the other core, beside the next ones
+        preload_workers(stage, params.scale)  # the workers' imports, on the other core, beside the next ones
 
         for path in remove_leftovers(root):
             print(f"judgeaudit: removed {path}, left by an interrupted write", file=sys.stderr)

@@ -142,15 +142,15 @@ WORKER_PRELOAD = ("judgeaudit.training.trainers", "judgeaudit.models.hf", "prefe
                   "prefect_dask")
 
 
-def preload_workers(stage: str | None) -> None:
+def preload_workers(stage: str | None, scale: Scale) -> None:
     """Start the fork server that a stage's pool forks its workers from, importing the
     stage's code (every stage's, for the whole audit) while the stage process imports its
-    own; nothing for a stage without a pool."""
+    own; nothing for a stage without a pool, or where ``scale`` runs its tasks in-process."""
     from flows.registry import STAGES, stage as declared
     from judgeaudit.workers import fork_server
 
     pooled = [s for s in ([declared(stage)] if stage else STAGES) if s.pool]
-    if pooled:
+    if pooled and scale.processes > 1:
         fork_server((*WORKER_PRELOAD, *(s.module for s in pooled)))
 
 

@@ -20,14 +20,14 @@ def exit_with(run_pid: int) -> None:
     spawned = os.getppid() == run_pid
 
     def watch() -> None:
-        while (os.getppid() == run_pid) if spawned else _running(run_pid):
+        while (os.getppid() == run_pid) if spawned else running(run_pid):
             time.sleep(0.5)
         os._exit(1)
 
     threading.Thread(target=watch, daemon=True, name="judgeaudit-exit-with-parent").start()
 
 
-def _running(pid: int) -> bool:
+def running(pid: int) -> bool:
     """Whether process ``pid`` exists and has not exited (a zombie waits for its parent to
     reap it); Linux's /proc, where the fork server is used."""
     try:
@@ -37,7 +37,7 @@ def _running(pid: int) -> bool:
         return False
 
 
-_fork_server_preload: tuple[str, ...] | None = None
+_fork_server_preloads = False  # set_forkserver_preload called: later calls keep the first list
 
 
 def fork_server(preload: Sequence[str] = ()) -> bool:
@@ -49,14 +49,14 @@ def fork_server(preload: Sequence[str] = ()) -> bool:
     at once. The server runs no Python thread and no task (its native thread pools, OpenBLAS's
     and jemalloc's, reset at a fork), so a fork copies no lock mid-use, as forking the stage
     process, with Prefect's threads, would."""
-    global _fork_server_preload
+    global _fork_server_preloads
     if not sys.platform.startswith("linux"):
         return False
     import multiprocessing
     from multiprocessing import forkserver
 
-    if _fork_server_preload is None:
-        _fork_server_preload = tuple(preload)
+    if not _fork_server_preloads:
+        _fork_server_preloads = True
         multiprocessing.get_context("forkserver").set_forkserver_preload(list(preload))
     forkserver.ensure_running()  # started once; again only if it died
     return True

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from flows.server import free_port  # noqa: F401  (the serve and endpoint tests' loopback port)
+from judgeaudit.workers import running  # neither gone nor a zombie (Linux /proc)
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
@@ -21,12 +22,12 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def running(pid: int) -> bool:
-    """Whether process ``pid`` runs: neither gone nor a zombie (Linux /proc)."""
+def parent(pid: int) -> int | None:
+    """The parent of process ``pid`` (Linux /proc); None once it is gone."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     except OSError:
-        return False
+        return None
 
 
 def gone(pid: int, within_s: float = 20) -> bool:

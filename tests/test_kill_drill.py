@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from tasks.cache import path_digest
-from tests.conftest import ROOT, gone
+from tests.conftest import ROOT, gone, parent
 
 pytestmark = pytest.mark.slow
 
@@ -37,11 +37,7 @@ def _children(pid: int) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            if parent(int(entry.name)) == pid:
                 found.append(int(entry.name))
     return found
 
@@ -62,8 +58,13 @@ def _descendants(pid: int) -> list[int]:
 def _workers(pid: int) -> list[int]:
     """The run's pool workers: forked by its fork server (judgeaudit.workers.fork_server), or
     spawned by the run itself where there is none."""
-    return [w for c in _children(pid) for w in ([c] if b"spawn_main" in _cmdline(c) else
-                                                 _children(c) if b"forkserver" in _cmdline(c) else [])]
+    found = []
+    for child in _children(pid):
+        if b"spawn_main" in _cmdline(child):
+            found.append(child)
+        elif b"forkserver" in _cmdline(child):
+            found += _children(child)
+    return found
 
 
 def _leftovers(root: Path) -> list[Path]:

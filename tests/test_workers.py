@@ -6,11 +6,10 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, gone, running
+from tests.conftest import ROOT, gone, parent, running
 
 SCRIPT = """
 import multiprocessing, time
@@ -74,7 +73,7 @@ def test_a_killed_runs_forked_workers_exit(tmp_path):
     try:
         server, *workers = [int(p) for p in run.stdout.readline().split()]
         assert len(workers) == 2 and all(running(p) for p in (server, *workers))
-        assert all(_parent(w) == server for w in workers)  # forked by the server, not the run
+        assert all(parent(w) == server for w in workers)  # forked by the server, not the run
         run.send_signal(signal.SIGKILL)
         run.wait(timeout=10)
         assert all(gone(p, within_s=10) for p in workers), "a worker outlived its killed run"
@@ -82,6 +81,3 @@ def test_a_killed_runs_forked_workers_exit(tmp_path):
     finally:
         run.kill()
 
-
-def _parent(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
