@@ -48,6 +48,22 @@ def test_completion_logprobs_equal_a_full_forward_pass(tiny_lm):
         assert n == len(c_ids) and total == pytest.approx(want, abs=1e-4)
 
 
+def test_a_right_padded_batch_gives_each_sequence_its_unpadded_logits(tiny_lm):
+    """Scoring pads on the right and passes no attention mask (causal attention alone): each
+    row's last positions get the logits of that sequence run alone, whatever the others'
+    lengths, also where a row wants every one of its positions."""
+    seqs = tiny_lm._encode([tiny_lm.format_prompt(q) + " " + a for q, a in zip(QUESTIONS, ANSWERS)])
+    keep = [1, 4, 2, 6, 3]
+    assert len({len(s) for s in seqs}) == len(seqs)
+    # the LM head on the positions the batch needs; then on all (one token; three, all wanted)
+    for batch, wanted in ((seqs, keep), (seqs + [seqs[1][:1], seqs[0][:3]], keep + [1, 3])):
+        for seq, k, logits in zip(batch, wanted, tiny_lm._tail_logits(batch, wanted)):
+            with torch.inference_mode():
+                alone = tiny_lm.model(input_ids=torch.tensor([seq])).logits[0, -k:].float()
+            assert logits.shape == alone.shape
+            torch.testing.assert_close(logits, alone, atol=1e-4, rtol=1e-4)
+
+
 def test_completion_logprobs_score_each_pair_once(tiny_lm, monkeypatch):
     """A second call (another condition of an audit, say) runs the model only on the
     pairs it has not scored yet, and gives the first call's numbers for the others."""

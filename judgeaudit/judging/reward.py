@@ -44,6 +44,9 @@ class RewardScorer:
             enc = self.tokenizer(batch, padding=True, truncation=True, max_length=self.max_length,
                                  return_tensors="pt").to(self.device)
             enc.pop("token_type_ids", None)
+            # padded on the right: causal attention alone keeps the padding out of every real
+            # token's view, and the head reads the last token that is not padding (by the ids)
+            enc.pop("attention_mask")
             self._seen.update(zip(batch, self.model(**enc).logits[:, 0].float().cpu().numpy().tolist()))
         return np.array([self._seen[t] for t in texts], dtype=float)
 

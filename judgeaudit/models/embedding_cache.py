@@ -33,8 +33,7 @@ class EmbeddingCache:
     def embed(self, texts: Sequence[str], steps: Steps | None = None) -> np.ndarray:
         """The texts' vectors; ``steps``: the encoder's batches, where any text is missing."""
         keys = [_digest(t) for t in texts]
-        missing = sorted({k: t for k, t in zip(keys, texts) if k not in self.vectors}.items(),
-                         key=lambda kv: len(kv[1]))  # similar lengths batch with less padding
+        missing = list({k: t for k, t in zip(keys, texts) if k not in self.vectors}.items())
         self.hits, self.misses = len(keys) - len(missing), len(missing)
         if missing:
             if self._encoder is None:

@@ -104,12 +104,34 @@ class TransformersModel(LanguageModel):
         return ids.to(self.device), mask.to(self.device)
 
     @torch.inference_mode()
-    def _logits(self, ids: torch.Tensor, mask: torch.Tensor, keep: int = 0) -> torch.Tensor:
-        """Logits at every position, or (``keep`` > 0) at the last ``keep`` positions only:
-        the LM head then runs on those alone."""
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
-        return self.model(input_ids=ids, attention_mask=mask, position_ids=positions,
-                          logits_to_keep=keep).logits.float()
+    def _tail_logits(self, seqs: Sequence[list[int]], keep: Sequence[int]) -> list[torch.Tensor]:
+        """Per sequence, the logits at its last ``keep[i]`` positions ([keep[i], vocab]).
+
+        One batch padded on the right, with no attention mask: a row's padding comes after
+        its tokens, where causal attention never looks from them, so the model runs its
+        causal kernel alone (no padding mask to build and apply; scaled-dot-product
+        attention skips the blocks above the diagonal) and positions count from 0 as they
+        would unpadded. Against left padding with a mask (bench/right_padding.py, 16 rows,
+        one CPU thread): 1.06x as fast at 256 tokens, 1.77x at 2048 with 30% less peak
+        memory. The LM head runs on the last positions the batch needs only.
+        """
+        width = max(len(s) for s in seqs)
+        ids = torch.full((len(seqs), width), self.tokenizer.pad_token_id, dtype=torch.long)
+        for row, seq in enumerate(seqs):
+            ids[row, :len(seq)] = torch.tensor(seq)
+        span = min(width, max(width - len(s) + k for s, k in zip(seqs, keep)))
+        logits = self.model(input_ids=ids.to(self.device), logits_to_keep=span).logits.float()
+        start = width - span  # the position logits[:, 0] is at
+        return [logits[row, len(s) - k - start:len(s) - start] for row, (s, k) in enumerate(zip(seqs, keep))]
+
+    def _tail_logprobs(self, seqs: Sequence[list[int]], n: Sequence[int]) -> list[float]:
+        """Per sequence, the summed log-prob of its last ``n[i]`` tokens given the tokens before."""
+        sums = []
+        for seq, k, logits in zip(seqs, n, self._tail_logits(seqs, [k + 1 for k in n])):
+            logp = torch.log_softmax(logits[:-1], dim=-1)
+            target = torch.tensor(seq[len(seq) - k:], device=logp.device)
+            sums.append(logp.gather(-1, target[:, None])[:, 0].sum())
+        return torch.stack(sums).tolist()
 
     def _iter(self, n: int, lengths: Sequence[int], desc: str) -> Iterator[np.ndarray]:
         # longest first: similar lengths share a batch, and an out-of-memory shows at once
@@ -163,15 +185,8 @@ class TransformersModel(LanguageModel):
         n_scored = [min(len(c) + (eos is not None), len(s) - 1) for c, s in zip(c_ids, seqs)]
         result = np.zeros((len(prompts), 2))
         for batch in self._iter(len(seqs), [len(s) for s in seqs], "score"):
-            ids, mask = self._pad([seqs[i] for i in batch])
-            # the LM head and the softmax on the completions' positions only (left-padded:
-            # the last `keep` positions predict the last `keep - 1` tokens)
-            keep = max(n_scored[i] for i in batch) + 1
-            logp = torch.log_softmax(self._logits(ids, mask, keep=keep)[:, :-1], dim=-1)
-            token_lp = logp.gather(-1, ids[:, ids.shape[1] - keep + 1:, None])[..., 0]
-            for row, i in enumerate(batch):
-                k = n_scored[i]
-                result[i] = (token_lp[row, token_lp.shape[1] - k:].sum().item(), k)
+            sums = self._tail_logprobs([seqs[i] for i in batch], [n_scored[i] for i in batch])
+            result[batch] = np.column_stack([sums, [n_scored[i] for i in batch]])
         return result
 
     def _continuation_logprobs(self, prompts: list[list[int]], cont: list[int]) -> np.ndarray:
@@ -179,10 +194,7 @@ class TransformersModel(LanguageModel):
         seqs = [(p + cont)[-self.spec.max_length:] for p in prompts]
         out = np.zeros(len(seqs))
         for batch in self._iter(len(seqs), [len(s) for s in seqs], "score"):
-            ids, mask = self._pad([seqs[i] for i in batch])
-            logp = torch.log_softmax(self._logits(ids, mask, keep=len(cont) + 1)[:, :-1], dim=-1)
-            target = ids[:, -len(cont):, None]
-            out[batch] = logp.gather(-1, target)[..., 0].sum(-1).cpu().numpy()
+            out[batch] = self._tail_logprobs([seqs[i] for i in batch], [len(cont)] * len(batch))
         return out
 
     def next_token_logprobs(self, prompts: Sequence[str], candidates: Sequence[str]) -> np.ndarray:
@@ -203,9 +215,8 @@ class TransformersModel(LanguageModel):
         encoded = [(e + shared)[-self.spec.max_length:] for e in encoded]
         result = np.zeros((len(prompts), len(candidates)))
         for batch in self._iter(len(encoded), [len(e) for e in encoded], "verdict"):
-            ids, mask = self._pad([encoded[i] for i in batch])
-            logp = torch.log_softmax(self._logits(ids, mask, keep=1)[:, -1], dim=-1)
-            result[batch] = logp[:, cand_ids].cpu().numpy()
+            last = torch.cat(self._tail_logits([encoded[i] for i in batch], [1] * len(batch)))
+            result[batch] = torch.log_softmax(last, dim=-1)[:, cand_ids].cpu().numpy()
         return result
 
     # -- token-level views (what an OpenAI-compatible server returns) -----------------
@@ -219,9 +230,8 @@ class TransformersModel(LanguageModel):
         enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         ids = enc["input_ids"][-self.spec.max_length:]
         offsets = [s for s, _ in enc["offset_mapping"]][-len(ids):]
-        tensor = torch.tensor([ids], device=self.device)
-        logp = torch.log_softmax(self._logits(tensor, torch.ones_like(tensor))[0, :-1], dim=-1)
-        picked = logp.gather(-1, tensor[0, 1:, None])[:, 0].tolist()
+        logp = torch.log_softmax(self._tail_logits([ids], [len(ids)])[0][:-1], dim=-1)
+        picked = logp.gather(-1, torch.tensor(ids[1:], device=logp.device)[:, None])[:, 0].tolist()
         return self._token_text(ids), [None, *picked], offsets
 
     def prompt_tokens(self, prompt: str) -> int:
