@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -47,7 +48,7 @@ def _one(path: str, way: str, length: int, batch: int, reps: int) -> dict:
     gen = torch.Generator().manual_seed(0)
     lens = torch.randint(length - 64, length + 1, (batch,), generator=gen).tolist()
     lens[0] = length
-    seqs = [torch.randint(5, 1000, (n,), generator=gen).tolist() for n in lens]
+    seqs = [torch.randint(5, len(lm.tokenizer), (n,), generator=gen).tolist() for n in lens]
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
     with torch.inference_mode():
@@ -55,11 +56,7 @@ def _one(path: str, way: str, length: int, batch: int, reps: int) -> dict:
             if way == "right":
                 last = torch.cat(lm._tail_logits(seqs, [1] * batch))
             else:
-                width = max(lens)
-                ids = torch.full((batch, width), lm.tokenizer.pad_token_id, dtype=torch.long)
-                mask = torch.zeros_like(ids)
-                for row, seq in enumerate(seqs):
-                    ids[row, width - len(seq):], mask[row, width - len(seq):] = torch.tensor(seq), 1
+                ids, mask = lm._pad(seqs)
                 positions = (mask.cumsum(-1) - 1).clamp(min=0)
                 last = lm.model(input_ids=ids, attention_mask=mask, position_ids=positions,
                                 logits_to_keep=1).logits[:, -1].float()
@@ -80,10 +77,17 @@ def main() -> None:
         path, way, length = args.child
         print(json.dumps(_one(path, way, int(length), args.batch, args.reps)))
         return
-    import numpy as np
-
     lengths = [int(x) for x in args.lengths.split(",")]
     path = _model_dir(args.tokenizer, max(lengths))
+    try:
+        _compare(path, lengths, args)
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _compare(path: str, lengths: list[int], args: argparse.Namespace) -> None:
+    import numpy as np
+
     print(f"batch {args.batch}, one torch thread, {args.reps} batches each way\n")
     print("| tokens | left + mask s/batch | right s/batch | speed-up | left peak MiB | right peak MiB | max |diff| |")
     print("| --- | --- | --- | --- | --- | --- | --- |")

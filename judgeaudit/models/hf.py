@@ -91,16 +91,18 @@ class TransformersModel(LanguageModel):
             out[i] = e[-keep:]
         return out  # type: ignore[return-value]
 
-    def _pad(self, seqs: Sequence[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-        """Left-pad token lists into (input_ids, attention_mask) on the model's device."""
+    def _pad(self, seqs: Sequence[list[int]], right: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """Pad token lists into (input_ids, attention_mask) on the model's device: on the left
+        (generation), or on the ``right`` (scoring)."""
         width = max(len(s) for s in seqs)
         pad = self.tokenizer.pad_token_id
         ids = torch.full((len(seqs), width), pad, dtype=torch.long)
         mask = torch.zeros((len(seqs), width), dtype=torch.long)
         for row, seq in enumerate(seqs):
             if seq:
-                ids[row, width - len(seq):] = torch.tensor(seq)
-                mask[row, width - len(seq):] = 1
+                at = slice(0, len(seq)) if right else slice(width - len(seq), width)
+                ids[row, at] = torch.tensor(seq)
+                mask[row, at] = 1
         return ids.to(self.device), mask.to(self.device)
 
     @torch.inference_mode()
@@ -115,15 +117,14 @@ class TransformersModel(LanguageModel):
         one CPU thread): 1.06x as fast at 256 tokens, 1.77x at 2048 with 30% less peak
         memory. The LM head runs on the last positions the batch needs only.
         """
-        width = max(len(s) for s in seqs)
-        ids = torch.full((len(seqs), width), self.tokenizer.pad_token_id, dtype=torch.long)
-        for row, seq in enumerate(seqs):
-            ids[row, :len(seq)] = torch.tensor(seq)
+        ids, _ = self._pad(seqs, right=True)
+        width = ids.shape[1]
         span = min(width, max(width - len(s) + k for s, k in zip(seqs, keep)))
-        logits = self.model(input_ids=ids.to(self.device), logits_to_keep=span).logits.float()
+        logits = self.model(input_ids=ids, logits_to_keep=span).logits.float()
         start = width - span  # the position logits[:, 0] is at
         return [logits[row, len(s) - k - start:len(s) - start] for row, (s, k) in enumerate(zip(seqs, keep))]
 
+    @torch.inference_mode()
     def _tail_logprobs(self, seqs: Sequence[list[int]], n: Sequence[int]) -> list[float]:
         """Per sequence, the summed log-prob of its last ``n[i]`` tokens given the tokens before."""
         sums = []
