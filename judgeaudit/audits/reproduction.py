@@ -14,9 +14,14 @@ own definitions, side by side with what they published (``sources/published/``).
   per pair of response models for the humans and each judge.
 - AlpacaEval publishes its leaderboard (raw and length-controlled win rates, SEs, counts);
   ``alpacaeval_figures`` sets a leaderboard's figures beside it.
-- JudgeBench publishes no per-file figure in its repository (its leaderboard is a web
-  page); its scorer's score is computed here (a pair scores when more orders agree with
-  the label than against it) with no published value beside it.
+- JudgeBench's paper (Tan et al., ICLR 2025, arXiv 2410.12784; its repository holds no
+  figure) publishes, per judge, the score of its scorer (``utils/metrics.py``: a pair
+  scores when more of its two orders agree with the label than against it, so a tie
+  beside a right verdict counts) per category and overall, in percent to two decimals:
+  Table 2 for the Arena-Hard judge by model (o1-mini's verdicts are in the files), Table 3
+  for the five reward models, all on the GPT-4o response pairs
+  (``judgebench_paper.csv``). Categories are the ``source`` prefixes its scorer filters
+  on: mmlu-pro (knowledge), livebench-reasoning, livebench-math, livecodebench (coding).
 """
 
 from __future__ import annotations
@@ -114,15 +119,26 @@ def _win_lose_tie(items: pd.DataFrame, verdicts: pd.Series, a: str, b: str) -> t
     return int((winner == a).sum()), int((winner == b).sum()), int((v == "tie").sum())
 
 
-def judgebench_figures(items: pd.DataFrame) -> list[dict]:
-    """JudgeBench's own score per judge (no published value in its repository)."""
-    rows = []
+def judgebench_figures(table: pd.DataFrame, items: pd.DataFrame) -> list[dict]:
+    """JudgeBench's score per judge, response model and category (subset
+    "<response model>/<category>", "all" overall), against its paper's figures."""
     jb = items[items.source == "judgebench"]
-    for (judge, strategy), g in jb.groupby(["judge", "strategy"]):
+    if jb.empty:
+        return []
+    published = pd.read_csv(_published("judgebench_paper.csv").open()).set_index(
+        ["response_model", "strategy", "judge"])
+    models = table[table.source == "judgebench"].drop_duplicates("item_id").set_index("item_id")["model_1"]
+    jb = jb.assign(response_model=models.reindex(jb.item_id).to_numpy())
+    rows = []
+    for (model, judge, strategy), g in jb.groupby(["response_model", "judge", "strategy"]):
         counter = sum(np.where(g[v] == g.label, 1, np.where((g[v] > 0) & (g[v] != g.label), -1, 0))
                       for v in ("v1", "v2"))
-        rows.append(_row("judgebench", "all", judge, strategy, "judgebench_score_pct", None,
-                         float((counter > 0).mean() * 100)))
+        scored = pd.Series(counter > 0, index=g.index)
+        paper = published.loc[(model, strategy, judge)] if (model, strategy, judge) in published.index else None
+        for category, hit in [*scored.groupby(g.subset), ("all", scored)]:
+            value = None if paper is None else paper.get("overall" if category == "all" else category)
+            rows.append(_row("judgebench", f"{model}/{category}", judge, strategy, "score_pct", value,
+                             float(hit.mean() * 100), tol=0.005))  # the paper rounds to 2 decimals
     return rows
 
 
@@ -159,5 +175,5 @@ def published_summary(published: pd.DataFrame) -> dict:
 def reproduce_published(table: pd.DataFrame) -> pd.DataFrame:
     """Every published figure we can recompute, for the sources present in ``table``."""
     items = item_frame(table)
-    rows = llmbar_figures(items) + pandalm_figures(table, items) + judgebench_figures(items)
+    rows = llmbar_figures(items) + pandalm_figures(table, items) + judgebench_figures(table, items)
     return pd.DataFrame(rows, columns=COLUMNS)

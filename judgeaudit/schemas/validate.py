@@ -31,7 +31,9 @@ def _context():  # one ephemeral GE context per process: creating it is the slow
     if _CTX is None:
         import great_expectations as gx
 
-        logging.getLogger("great_expectations").setLevel(logging.ERROR)
+        # the docs-site module sets its own logger to INFO, which prints a line per process
+        for name in ("great_expectations", "great_expectations.data_context.types.base"):
+            logging.getLogger(name).setLevel(logging.ERROR)
         _CTX = gx.get_context(mode="ephemeral")
         _CTX.variables.progress_bars = {"globally": False, "metric_calculations": False}
         _CTX.data_sources.add_pandas("judgeaudit")
