@@ -128,7 +128,7 @@ def judgebench_figures(table: pd.DataFrame, items: pd.DataFrame) -> list[dict]:
     published = pd.read_csv(_published("judgebench_paper.csv").open()).set_index(
         ["response_model", "strategy", "judge"])
     models = table[table.source == "judgebench"].drop_duplicates("item_id").set_index("item_id")["model_1"]
-    jb = jb.assign(response_model=models.reindex(jb.item_id).to_numpy())
+    jb = jb.assign(response_model=models.reindex(jb.item_id).fillna("unknown").to_numpy())
     rows = []
     for (model, judge, strategy), g in jb.groupby(["response_model", "judge", "strategy"]):
         counter = sum(np.where(g[v] == g.label, 1, np.where((g[v] > 0) & (g[v] != g.label), -1, 0))
