@@ -100,8 +100,10 @@ def test_judgebench_folder_without_judges_is_a_note(tmp_path):
 
 def test_generic_reader_and_its_errors(tmp_path):
     table, report = read_source("generic", DATA / "generic" / "verdicts.csv")
-    assert len(table) == 4 and table.human_labels.iloc[0] == ["1", "1", "2"]
-    assert report.summary()["unparseable"] == 1  # "B" is not a verdict in the original labelling
+    assert len(table) == 5 and table.human_labels.iloc[0] == ["1", "1", "2"]
+    assert _verdicts(table, item_id="b") == {("b", "1"): "2", ("b", "2"): "2"}  # "B": shown second
+    assert report.summary()["unparseable"] == 1  # "Both are fine, really"
+    assert table[table.item_id == "c"].raw_output.iloc[0] == "Both are fine, really"
     bad = tmp_path / "bad.csv"
     bad.write_text("item_id,judge,verdict,order\nx,j,1,3\n")
     with pytest.raises(InputError, match=r"bad.csv: row 1: field 'order'"):

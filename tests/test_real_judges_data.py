@@ -79,6 +79,40 @@ def test_judgebench_paper_figures_reproduce():
     assert set(moved.judge) == {"o1-mini-2024-09-12"} and "gpt-4o-2024-05-13/all" in set(moved.subset)
 
 
+@_need("judgebench")
+def test_a_harness_export_by_position_reads_as_the_benchmark_reader_does(tmp_path):
+    """o1-mini's JudgeBench decisions as a harness writes them, by position ("A>B" of the
+    responses as shown, the second game swapped), through the generic reader: the same
+    verdicts as JudgeBench's own reader, and the paper's figures again."""
+    import json
+
+    from judgeaudit.audits.reproduction import reproduce_published
+    from judgeaudit.sources import read_source
+    from judgeaudit.sources.judgebench import question_type
+
+    path = SHARED / "judgebench" / ("dataset=judgebench,response_model=gpt-4o-2024-05-13,"
+                                    "judge_name=arena_hard,judge_model=o1-mini-2024-09-12.jsonl")
+    rows = []
+    for line in path.read_text().splitlines():
+        rec = json.loads(line)
+        for order, game in zip(("1", "2"), rec["judgments"]):  # game 2 shows response B first
+            rows.append({"source": "judgebench", "subset": question_type(rec["source"]), "item_id": rec["pair_id"],
+                         "judge": "o1-mini-2024-09-12", "strategy": "arena_hard", "order": order,
+                         "verdict": game["decision"], "label": {"A>B": "1", "B>A": "2"}[rec["label"]],
+                         "model_1": rec["response_model"], "model_2": rec["response_model"]})
+    export = tmp_path / "o1-mini.jsonl"
+    export.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    generic, report = read_source("generic", export)
+    assert report.summary()["unparseable"] == 0
+    ours, _ = read_source("judgebench", SHARED / "judgebench")
+    ours = ours[ours.judge == "o1-mini-2024-09-12"]
+    key = ["item_id", "order"]
+    assert generic.set_index(key).verdict.sort_index().equals(ours.set_index(key).verdict.sort_index())
+    assert (generic.verdict == "tie").sum() == 44 and (generic.verdict != generic.label).any()
+    rep = reproduce_published(generic)
+    assert len(rep) == 5 and rep.match.all()
+
+
 @_need("pandalm")
 def test_pandalm_report_card_against_three_humans():
     from judgeaudit.audits.judge_quality import report_card

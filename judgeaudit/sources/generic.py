@@ -1,8 +1,12 @@
 """Verdicts from any harness, as JSONL, CSV or Parquet (one file, or a folder of them).
 
-One row per verdict. Required columns: ``item_id``, ``judge``, ``verdict`` ("1" or "2":
-the response that won, in the item's own labelling whichever was shown first; "tie" or
-"0" for a tie; anything else is counted as unparseable, its value kept in raw_output).
+One row per verdict. Required columns: ``item_id``, ``judge``, ``verdict``: "1" or "2",
+the response that won in the item's own labelling whichever was shown first; or as judges
+and their harnesses write it, by position (MT-Bench's "[[A]]" / "[[B]]" / "[[C]]",
+Arena-Hard's "[[A>>B]]" ... "[[B>>A]]", JudgeBench's "A>B" / "B>A" / "A=B", Chatbot
+Arena's "model_a" / "model_b" / "tie (bothbad)", a bare "A" or "B"), where A is the
+response shown first (``order``) and B the other; "tie", "0" or "A=B" for a tie.
+Anything else is counted as unparseable, its value kept in raw_output.
 Optional: ``source`` (default: the file name), ``subset`` ("all"), ``strategy``
 ("default"), ``order`` (the response shown first, "1" or "2"; default "1"), ``prompt``,
 ``response_1``, ``response_2``, ``model_1``, ``model_2``, ``p_1`` (probability that
@@ -12,6 +16,7 @@ JSONL, or labels joined by "|" in CSV), ``raw_output``.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +29,27 @@ SOURCE = "generic"
 REQUIRED = ("item_id", "judge", "verdict")
 SUFFIXES = (".jsonl", ".ndjson", ".csv", ".parquet")
 _VERDICT = {"1": "1", "2": "2", "tie": "tie", "0": "tie", "unparseable": "unparseable"}
+# by position: "A" is the response shown first, whichever of the item's two it was
+_SHOWN = re.compile(r"(?:model_)?(?P<won>[ab])|(?P<x>[ab])\s*(?P<op>>>|>|<<|<|=)\s*(?P<y>[ab])|(?P<c>c)")
+_TIES = {"tie (bothbad)", "tie(bothbad)"}
+
+
+def _verdict(value: object, order: str) -> str:
+    """The winner in the item's labelling ("1", "2", "tie", or "unparseable"); ``order``:
+    the response shown first."""
+    text = _text(value)
+    if text in _VERDICT:
+        return _VERDICT[text]
+    if text in _TIES:
+        return "tie"
+    bracketed = text.startswith("[[") and text.endswith("]]")
+    m = _SHOWN.fullmatch(text[2:-2].strip() if bracketed else text)
+    if m is None or (m["c"] and not bracketed) or (m["x"] and m["x"] == m["y"]):
+        return "unparseable"
+    if m["c"] or m["op"] == "=":
+        return "tie"
+    first = m["won"] == "a" if m["won"] else (m["x"] == "a") == m["op"].startswith(">")
+    return order if first else {"1": "2", "2": "1"}[order]
 _LABEL = {"1": "1", "2": "2", "tie": "tie", "0": "tie"}
 
 
@@ -66,11 +92,11 @@ def read_generic(root: str | Path) -> tuple[pd.DataFrame, ReadReport]:
             report.notes.append(f"{path}: columns not in the judgment table, ignored: {unknown}")
         rows = []
         for k, rec in enumerate(raw.to_dict("records"), start=1):
-            verdict = _VERDICT.get(_text(rec["verdict"]), "unparseable")
             order = _text(rec.get("order", "1")) if rec.get("order") is not None else "1"
             if order not in ("1", "2"):
                 raise InputError(f"{path}: row {k}: field 'order' must be 1 or 2 (the response shown first), "
                                  f"got {rec.get('order')!r}")
+            verdict = _verdict(rec["verdict"], order)
             label = rec.get("label")
             if label is not None and not (isinstance(label, float) and np.isnan(label)):
                 if _text(label) not in _LABEL:
