@@ -114,6 +114,25 @@ def test_generic_reader_and_its_errors(tmp_path):
         read_source("generic", dup)
 
 
+def test_generic_verdicts_by_position_follow_the_order(tmp_path):
+    """A/B forms name the response shown first / second; "1"/"2" stay the item's own."""
+    forms = {"A": "first", "[[A]]": "first", "A>B": "first", "[[A>>B]]": "first", "B<A": "first",
+             "model_a": "first", "B": "second", "[[B]]": "second", "B>A": "second", "[[B>>A]]": "second",
+             "A<<B": "second", "model_b": "second", "A=B": "tie", "[[A=B]]": "tie", "[[C]]": "tie",
+             "tie (bothbad)": "tie", "1": "1", "2": "2", "C": None, "A>A": None, "AB": None}
+    rows = [{"item_id": f"{form}|{order}", "judge": "j", "verdict": form, "order": order}
+            for form in forms for order in ("1", "2")]
+    path = tmp_path / "v.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    table, report = read_source("generic", path)
+    got = dict(zip(table.item_id, table.verdict))
+    for form, meant in forms.items():
+        for order, other in (("1", "2"), ("2", "1")):
+            want = {"first": order, "second": other, None: "unparseable"}.get(meant, meant)
+            assert got[f"{form}|{order}"] == want, (form, order)
+    assert report.summary()["unparseable"] == 6
+
+
 def _synthetic(n: int = 300, seed: int = 0) -> pd.DataFrame:
     """Two judges on n labelled pairs, both orders: 'fair' is right 85% of the time in either
     order; 'first' picks the response shown first 80% of the time, whatever the label."""

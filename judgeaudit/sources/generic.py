@@ -29,9 +29,16 @@ SOURCE = "generic"
 REQUIRED = ("item_id", "judge", "verdict")
 SUFFIXES = (".jsonl", ".ndjson", ".csv", ".parquet")
 _VERDICT = {"1": "1", "2": "2", "tie": "tie", "0": "tie", "unparseable": "unparseable"}
+_LABEL = {"1": "1", "2": "2", "tie": "tie", "0": "tie"}
 # by position: "A" is the response shown first, whichever of the item's two it was
 _SHOWN = re.compile(r"(?:model_)?(?P<won>[ab])|(?P<x>[ab])\s*(?P<op>>>|>|<<|<|=)\s*(?P<y>[ab])|(?P<c>c)")
 _TIES = {"tie (bothbad)", "tie(bothbad)"}
+
+
+def _text(value: object) -> str:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value).strip().lower()
 
 
 def _verdict(value: object, order: str) -> str:
@@ -50,13 +57,6 @@ def _verdict(value: object, order: str) -> str:
         return "tie"
     first = m["won"] == "a" if m["won"] else (m["x"] == "a") == m["op"].startswith(">")
     return order if first else {"1": "2", "2": "1"}[order]
-_LABEL = {"1": "1", "2": "2", "tie": "tie", "0": "tie"}
-
-
-def _text(value: object) -> str:
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return str(value).strip().lower()
 
 
 def _files(root: Path) -> list[Path]:
