@@ -91,7 +91,8 @@ def _codes(values: pd.Series) -> np.ndarray:
 
 
 def item_frame(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per (item, judge, strategy): codes v1, v2, label, and the two lengths."""
+    """One row per (item, judge, strategy): codes v1, v2, label, the two lengths, and the
+    model of response 1."""
     table = table.copy()
     for source, as_value in UNPARSEABLE_AS.items():
         hit = (table["source"] == source) & (table["verdict"] == "unparseable")
@@ -102,6 +103,7 @@ def item_frame(table: pd.DataFrame) -> pd.DataFrame:
     out["len1"] = items["response_1"].fillna("").str.len().to_numpy()
     out["len2"] = items["response_2"].fillna("").str.len().to_numpy()
     out["humans"] = items["human_labels"].notna().to_numpy()
+    out["model_1"] = items["model_1"].to_numpy()
     return out.reset_index()
 
 

@@ -119,7 +119,7 @@ def _win_lose_tie(items: pd.DataFrame, verdicts: pd.Series, a: str, b: str) -> t
     return int((winner == a).sum()), int((winner == b).sum()), int((v == "tie").sum())
 
 
-def judgebench_figures(table: pd.DataFrame, items: pd.DataFrame) -> list[dict]:
+def judgebench_figures(items: pd.DataFrame) -> list[dict]:
     """JudgeBench's score per judge, response model and category (subset
     "<response model>/<category>", "all" overall), against its paper's figures."""
     jb = items[items.source == "judgebench"]
@@ -127,8 +127,7 @@ def judgebench_figures(table: pd.DataFrame, items: pd.DataFrame) -> list[dict]:
         return []
     published = pd.read_csv(_published("judgebench_paper.csv").open()).set_index(
         ["response_model", "strategy", "judge"])
-    models = table[table.source == "judgebench"].drop_duplicates("item_id").set_index("item_id")["model_1"]
-    jb = jb.assign(response_model=models.reindex(jb.item_id).fillna("unknown").to_numpy())
+    jb = jb.assign(response_model=jb.model_1.fillna("unknown"))
     rows = []
     for (model, judge, strategy), g in jb.groupby(["response_model", "judge", "strategy"]):
         counter = sum(np.where(g[v] == g.label, 1, np.where((g[v] > 0) & (g[v] != g.label), -1, 0))
@@ -175,5 +174,5 @@ def published_summary(published: pd.DataFrame) -> dict:
 def reproduce_published(table: pd.DataFrame) -> pd.DataFrame:
     """Every published figure we can recompute, for the sources present in ``table``."""
     items = item_frame(table)
-    rows = llmbar_figures(items) + pandalm_figures(table, items) + judgebench_figures(table, items)
+    rows = llmbar_figures(items) + pandalm_figures(table, items) + judgebench_figures(items)
     return pd.DataFrame(rows, columns=COLUMNS)

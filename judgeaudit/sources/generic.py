@@ -28,11 +28,11 @@ from judgeaudit.tables import InputError, read_table
 SOURCE = "generic"
 REQUIRED = ("item_id", "judge", "verdict")
 SUFFIXES = (".jsonl", ".ndjson", ".csv", ".parquet")
-_VERDICT = {"1": "1", "2": "2", "tie": "tie", "0": "tie", "unparseable": "unparseable"}
+_VERDICT = {"1": "1", "2": "2", "tie": "tie", "0": "tie", "unparseable": "unparseable",
+            "tie (bothbad)": "tie", "tie(bothbad)": "tie"}  # Chatbot Arena's
 _LABEL = {"1": "1", "2": "2", "tie": "tie", "0": "tie"}
 # by position: "A" is the response shown first, whichever of the item's two it was
 _SHOWN = re.compile(r"(?:model_)?(?P<won>[ab])|(?P<x>[ab])\s*(?P<op>>>|>|<<|<|=)\s*(?P<y>[ab])|(?P<c>c)")
-_TIES = {"tie (bothbad)", "tie(bothbad)"}
 
 
 def _text(value: object) -> str:
@@ -47,8 +47,6 @@ def _verdict(value: object, order: str) -> str:
     text = _text(value)
     if text in _VERDICT:
         return _VERDICT[text]
-    if text in _TIES:
-        return "tie"
     bracketed = text.startswith("[[") and text.endswith("]]")
     m = _SHOWN.fullmatch(text[2:-2].strip() if bracketed else text)
     if m is None or (m["c"] and not bracketed) or (m["x"] and m["x"] == m["y"]):
