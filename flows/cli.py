@@ -139,8 +139,8 @@ def _audit_and_write(table, files, notes: list[str], args: argparse.Namespace) -
         print(f"note: {note}")
     for source, fig in info["published_figures"].items():
         print(f"{source}: {fig['reproduced']} of {fig['figures']} published figures reproduced exactly")
-    head = [{k: r[k] for k in ("judge", "best_strategy", "accuracy", "positional_agreement", "verdict")}
-            for r in info["headline"]]
+    head = [{k: r[k] for k in ("judge", "best_strategy", "accuracy", "positional_agreement", "verdict",
+                               "benchmark_figure")} for r in info["headline"]]
     if head:
         import pandas as pd
 

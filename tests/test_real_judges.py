@@ -246,6 +246,8 @@ def test_audit_verdicts_command_writes_the_report_card(tmp_path):
     assert "Read this first" in html and "JudgeA" in html
     assert "too few labelled pairs to tell" in html  # n = 7 at most: no verdict on a sample
     assert (out / "judges_accuracy_agreement.png").stat().st_size > 1000
+    acc = judge_a.set_index("metric").loc["accuracy"]  # the report card's grid: estimate [CI] and n
+    assert f"{acc.estimate:.3f} [{acc.ci_low:.3f}, {acc.ci_high:.3f}]" in html
     info = json.loads((out / "summary.json").read_text())
     assert info["published_figures"] == {}  # a sample: LLMBar published nothing for it
 

@@ -23,6 +23,9 @@ from judgeaudit.sources import read_source
 from judgeaudit.sources.judgment_table import COLUMNS
 
 MIN_PAIRS = 30  # below this, the headline gives no verdict: a CI on fewer pairs says little
+# Each benchmark's own headline figure per judge, as the reproduction table names it:
+# (figure, the subsets that hold it). LLMBar publishes no pooled figure, only per subset.
+OWN_FIGURE = {"judgebench": ("score_pct", "/all"), "pandalm": ("accuracy", "test")}
 
 
 @dataclass(frozen=True)
@@ -105,9 +108,28 @@ def audit_verdicts(table: pd.DataFrame, settings: VerdictAuditSettings, *,
     return VerdictAudit(table, card, reproduction, pu, files if files is not None else pd.DataFrame(), notes)
 
 
-def headline(card: pd.DataFrame) -> pd.DataFrame:
+def own_figures(reproduction: pd.DataFrame) -> dict[tuple[str, str, str], str]:
+    """Per (source, judge, strategy): the benchmark's own headline figure, ours beside the
+    published value (JudgeBench's score counts a pair when its two orders favour the right
+    response, so it can sit well below the per-order accuracy of an inconsistent judge)."""
+    if reproduction.empty:
+        return {}
+    out: dict[tuple[str, str, str], list[str]] = {}
+    for r in reproduction.itertuples():
+        figure, subset = OWN_FIGURE.get(r.source, (None, None))
+        if r.figure != figure or not r.subset.endswith(subset):
+            continue
+        where = f" on {r.subset[: -len(subset)]}" if subset.startswith("/") else ""
+        published = "" if pd.isna(r.published) else f" (published {r.published:.2f})"
+        out.setdefault((r.source, r.judge, r.strategy), []).append(f"{figure} {r.ours:.2f}{where}{published}")
+    return {key: "; ".join(parts) for key, parts in out.items()}
+
+
+def headline(card: pd.DataFrame, reproduction: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per (source, judge): its most accurate strategy on the pooled subset, the
-    figures a person reads first, the biases whose CI excludes no effect, and a plain verdict."""
+    figures a person reads first, the biases whose CI excludes no effect, a plain verdict, and
+    the benchmark's own headline figure for that strategy where it publishes one."""
+    own = own_figures(reproduction if reproduction is not None else pd.DataFrame())
     if card.empty:
         return pd.DataFrame()
     pooled = card[(card["subset"] == "all") | ~card["source"].isin(card.loc[card.subset == "all", "source"])]
@@ -149,7 +171,8 @@ def headline(card: pd.DataFrame) -> pd.DataFrame:
                      "positional_agreement": agree,
                      "positional_agreement_ci_low": r.get(("ci_low", "positional_agreement"), np.nan),
                      "positional_agreement_ci_high": r.get(("ci_high", "positional_agreement"), np.nan),
-                     "significant_biases": "; ".join(biases) or "none found", "verdict": verdict})
+                     "significant_biases": "; ".join(biases) or "none found", "verdict": verdict,
+                     "benchmark_figure": own.get((source, judge, strategy), "")})
     return pd.DataFrame(rows)
 
 
@@ -167,7 +190,7 @@ def summary(result: VerdictAudit) -> dict:
             "published_figures": reproduced,
             "pu_recommendations": pu[["source", "judge", "strategy", "cons_orig", "cons_adj", "check_gain",
                                       "recommendation"]].to_dict("records") if len(pu) else [],
-            "headline": headline(result.card).to_dict("records"), "notes": result.notes}
+            "headline": headline(result.card, result.reproduction).to_dict("records"), "notes": result.notes}
 
 
 def write_audit(result: VerdictAudit, out: Path, quarantine: Path) -> dict[str, Path]:

@@ -19,6 +19,9 @@ STYLE = ("body{font-family:sans-serif;max-width:1150px;margin:2em auto;color:#22
          ".care{color:#8a5a00;font-weight:bold} .bad{color:#a11;font-weight:bold} img{max-width:100%}")
 
 
+MARKERS = "osD^vPX<>"
+
+
 def _fmt(frame: pd.DataFrame) -> str:
     return frame.to_html(index=False, float_format=lambda x: f"{x:.3f}", border=0, classes="t", na_rep="")
 
@@ -44,34 +47,46 @@ def first_screen(headline: pd.DataFrame) -> str:
                     f" <small>(best of {r.strategies})</small></td>"
                     f"<td>{_ci(r.accuracy, r.accuracy_ci_low, r.accuracy_ci_high)} <small>n={r.n}</small></td>"
                     f"<td>{agree}</td><td>{html.escape(r.significant_biases)}</td>"
-                    f"<td class='{cls}'>{html.escape(r.verdict)}</td></tr>")
+                    f"<td class='{cls}'>{html.escape(r.verdict)}</td>"
+                    f"<td>{html.escape(getattr(r, 'benchmark_figure', '') or '-')}</td></tr>")
     return ("<table class='t'><tr><th>judge</th><th>benchmark</th><th>strategy</th><th>accuracy [95% CI]</th>"
-            "<th>positional agreement</th><th>significant biases (CI excludes no effect)</th><th>verdict</th></tr>"
+            "<th>positional agreement</th><th>significant biases (CI excludes no effect)</th><th>verdict</th>"
+            "<th>the benchmark's own figure, ours (published)</th></tr>"
             + "".join(rows) + "</table><p><small>Accuracy against the benchmark's gold or human-majority label, "
             "averaged over both presentation orders where the judge saw both; positional agreement: the same "
             "winner in both orders. Position bias: share of verdicts for the response shown first minus 1/2. "
-            "Length: share of verdicts for the longer response, against the label's own share.</small></p>")
+            "Length: share of verdicts for the longer response, against the label's own share. The benchmark's "
+            "own figure is its headline metric for the same strategy: JudgeBench's score counts a pair only when "
+            "more of its two orders pick the right response than the wrong one, so an inconsistent judge scores "
+            "below its per-order accuracy.</small></p>")
 
 
 def plot_accuracy_agreement(card: pd.DataFrame, path: Path) -> Path | None:
-    """Accuracy against positional agreement, one point per (judge, strategy), a panel per source."""
+    """Accuracy against positional agreement, one point per (judge, strategy) with both 95% CIs
+    as whiskers, a panel per source. Each judge has its own hollow marker, so judges on the same
+    spot (reward models with equal accuracy, all agreeing with themselves) all show, and the
+    legend sits below the panel, where it hides no point."""
     pooled = card[card.metric.isin(["accuracy", "positional_agreement"]) & (card.judge != "label")]
     pooled = pooled[(pooled.subset == "all") | ~pooled.source.isin(pooled.loc[pooled.subset == "all", "source"])]
-    wide = pooled.pivot_table(index=["source", "judge", "strategy"], columns="metric", values="estimate")
-    if "positional_agreement" not in wide:
+    wide = pooled.pivot_table(index=["source", "judge", "strategy"], columns="metric",
+                              values=["estimate", "ci_low", "ci_high"])
+    if ("estimate", "positional_agreement") not in wide:
         return None
-    wide = wide.dropna().reset_index()
-    sources = sorted(wide.source.unique())
-    fig, axes = plt.subplots(1, len(sources), figsize=(6 * len(sources), 4.8), squeeze=False)
+    wide = wide.dropna(subset=[("estimate", "accuracy"), ("estimate", "positional_agreement")])
+    sources = sorted(wide.index.unique("source"))
+    fig, axes = plt.subplots(1, len(sources), figsize=(6 * len(sources), 5.6), squeeze=False)
     for ax, source in zip(axes[0], sources):
-        part = wide[wide.source == source]
-        for judge, g in part.groupby("judge"):
-            ax.scatter(g.positional_agreement, g.accuracy, label=judge, s=28, alpha=0.8)
+        for k, (judge, g) in enumerate(wide.xs(source, level="source").groupby(level="judge")):
+            x, y = g[("estimate", "positional_agreement")], g[("estimate", "accuracy")]
+            ax.errorbar(x, y, xerr=[x - g[("ci_low", "positional_agreement")], g[("ci_high", "positional_agreement")] - x],
+                        yerr=[y - g[("ci_low", "accuracy")], g[("ci_high", "accuracy")] - y],
+                        fmt=MARKERS[k % len(MARKERS)], ms=6, mfc="none", mew=1.2, elinewidth=0.6, capsize=0,
+                        label=judge)
         ax.axhline(0.5, color="grey", lw=0.6, ls=":")
         ax.set_xlabel("positional agreement (same winner in both orders)")
         ax.set_ylabel("accuracy (mean of both orders)")
-        ax.set_title(f"{source}: one point per judge x strategy", fontsize=10)
-        ax.legend(fontsize=7, loc="lower right")
+        ax.set_title(f"{source}: one point per judge x strategy, 95% CIs", fontsize=10)
+        ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(0, -0.13), frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
@@ -130,6 +145,25 @@ def reproduction_table(reproduction: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+GRID = ("accuracy", "positional_agreement", "position_bias", "kappa_label", "longer_chosen")
+
+
+def card_grid(card: pd.DataFrame) -> pd.DataFrame:
+    """The pooled report card, a row per (source, judge, strategy): each metric of ``GRID`` as
+    "estimate [low, high]", and the number of pairs the accuracy rests on."""
+    pooled = card[(card.subset == "all") | ~card.source.isin(card.loc[card.subset == "all", "source"])]
+    pooled = pooled[pooled.metric.isin(GRID)]
+    cell = pooled.assign(cell=[f"{e:.3f} [{lo:.3f}, {hi:.3f}]" if not np.isnan(e) else ""
+                               for e, lo, hi in zip(pooled.estimate, pooled.ci_low, pooled.ci_high)])
+    keys = ["source", "judge", "strategy"]
+    grid = cell.pivot_table(index=keys, columns="metric", values="cell", aggfunc="first")
+    grid = grid.reindex(columns=[m for m in GRID if m in grid.columns]).fillna("")
+    n = pooled[pooled.metric == "accuracy"].groupby(keys)["n"].first().rename("n")
+    grid = grid.join(n).reset_index()
+    grid.columns.name = None
+    return grid.astype({"n": "Int64"})
+
+
 def leaderboard_section(card: pd.DataFrame, reproduction: pd.DataFrame, pu: pd.DataFrame,
                         headline: pd.DataFrame, notes: list[str], out_dir: Path) -> str:
     """The judge leaderboard's HTML (plots written into ``out_dir``)."""
@@ -148,18 +182,15 @@ def leaderboard_section(card: pd.DataFrame, reproduction: pd.DataFrame, pu: pd.D
         overall = pu[pu.qtype == "all"][["source", "judge", "strategy", "n_pairs", "cons_orig", "cons_adj",
                                          "flip_rate", "check_n", "check_gain", "check_gain_ci_low",
                                          "check_gain_ci_high", "recommendation"]]
+        overall = overall.astype({"n_pairs": "Int64", "check_n": "Int64"})
         parts += ["<h2>PU audit (partial optimal transport) with its self-check</h2>",
                   "<p>cons_orig / cons_adj: agreement with the labels the audit did not see, before and after "
                   "flipping the verdicts little verified mass reaches. check_gain: the same gain measured on "
                   "held-out verified pairs only (what a user can measure), with its 95% CI; the recommendation "
                   "follows from it.</p>", _fmt(overall)]
     if not card.empty:
-        pooled = card[(card.subset == "all") | ~card.source.isin(card.loc[card.subset == "all", "source"])]
-        grid = pooled[pooled.metric.isin(["accuracy", "positional_agreement", "position_bias", "kappa_label",
-                                          "longer_chosen"])].pivot_table(
-            index=["source", "judge", "strategy"], columns="metric", values="estimate").reset_index()
-        parts += ["<h2>Report card (pooled over subsets; every figure with its CI in judge_quality.parquet)</h2>",
-                  _fmt(grid)]
+        title = "Report card (pooled over subsets): estimate [95% CI], n pairs; per subset in judge_quality.parquet"
+        parts += [f"<h2>{title}</h2>", _fmt(card_grid(card))]
     return "\n".join(parts)
 
 

@@ -241,6 +241,16 @@ def plot_mitigations(table: pd.DataFrame, path: Path) -> Path:
     return _save(fig, path)
 
 
+def _points(points: list[dict], keys: list[str]) -> pd.DataFrame:
+    """A study's points as its keys and "PLS [CI] (n)", in the order studied."""
+    frame = pd.DataFrame(points)
+    table = frame[keys].copy()
+    if "n_parameters" in table:
+        table["n_parameters"] = table["n_parameters"].astype("int64")
+    table["PLS [95% CI] (n prompts)"] = _with_ci(frame.estimate, frame, "+.3f")
+    return table
+
+
 def _studies_section(studies: dict | None, out_dir: Path) -> str:
     if not studies or "mixing" not in studies:
         return ""
@@ -256,7 +266,8 @@ def _studies_section(studies: dict | None, out_dir: Path) -> str:
             f"({fit['mixing']['lowest_share']:g}) {'leaks' if fit['mixing']['lowest_share_leaks'] else 'shows no leakage'} "
             "(CI above zero or not). Scale: student bases of several sizes, each trained at share "
             f"{fit['scale'].get('share', 1):g}; the study: smaller students leak more. Slope {fit['scale']['slope_per_million']:+.4f} per million parameters, R² "
-            f"{_r2(fit['scale']['r2'])}.</p>" + _fmt(pd.DataFrame(mix["points"])) + _fmt(pd.DataFrame(scale["points"]))
+            f"{_r2(fit['scale']['r2'])}.</p>" + _fmt(_points(mix["points"], ["share"]))
+            + _fmt(_points(scale["points"], ["student_base", "n_parameters"]))
             + f"<img src='{png.name}' alt='leakage studies'>")
 
 
