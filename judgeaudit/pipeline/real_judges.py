@@ -23,11 +23,6 @@ from judgeaudit.sources import read_source
 from judgeaudit.sources.judgment_table import COLUMNS
 
 MIN_PAIRS = 30  # below this, the headline gives no verdict: a CI on fewer pairs says little
-# Each benchmark's own headline figure per judge, as the reproduction table names it:
-# (figure, the subsets that hold it). LLMBar publishes no pooled figure, only per subset.
-OWN_FIGURE = {"judgebench": ("score_pct", "/all"), "pandalm": ("accuracy", "test")}
-
-
 @dataclass(frozen=True)
 class VerdictAuditSettings:
     """What the audit of recorded verdicts needs, resolved from params or the CLI."""
@@ -108,21 +103,41 @@ def audit_verdicts(table: pd.DataFrame, settings: VerdictAuditSettings, *,
     return VerdictAudit(table, card, reproduction, pu, files if files is not None else pd.DataFrame(), notes)
 
 
+def _published(values: pd.Series) -> str:
+    return "" if values.isna().any() else f" (published {', '.join(f'{v:.2f}' for v in values)})"
+
+
+def _own_figure(source: str, rows: pd.DataFrame) -> str:
+    """One judge x strategy's headline figure as its benchmark reports it, from the
+    reproduction rows; "" where the benchmark has none."""
+    if source == "judgebench":  # the score per response model's pairs, over all categories
+        rows = rows[(rows.figure == "score_pct") & rows.subset.str.endswith("/all")]
+        return "; ".join(f"score {r.ours:.2f} on {r.subset.removesuffix('/all')}{_published(pd.Series([r.published]))}"
+                         for r in rows.itertuples())
+    if source == "pandalm":
+        rows = rows[rows.figure == "accuracy"]
+        return "; ".join(f"accuracy {r.ours:.2f}{_published(pd.Series([r.published]))}" for r in rows.itertuples())
+    if source == "llmbar":  # the paper's columns: Natural, and the mean of the four adversarial subsets
+        rows = rows[rows.figure == "correct_average_pct"]
+        natural, adversarial = rows[rows.subset == "Natural"], rows[rows.subset.str.startswith("Adversarial/")]
+        if len(natural) != 1 or adversarial.subset.nunique() != 4:
+            return ""
+        ours = pd.Series([natural.ours.iloc[0], adversarial.ours.mean()])
+        published = pd.Series([natural.published.iloc[0], adversarial.published.mean()])
+        return f"Natural {ours[0]:.2f}, Adversarial mean {ours[1]:.2f}{_published(published)}"
+    return ""
+
+
 def own_figures(reproduction: pd.DataFrame) -> dict[tuple[str, str, str], str]:
     """Per (source, judge, strategy): the benchmark's own headline figure, ours beside the
-    published value (JudgeBench's score counts a pair when its two orders favour the right
-    response, so it can sit well below the per-order accuracy of an inconsistent judge)."""
+    published value. JudgeBench's score counts a pair when more of its two orders favour the
+    right response, so it sits below the per-order accuracy of an inconsistent judge; LLMBar
+    reports Natural and the unweighted mean of its adversarial subsets, not a pooled figure."""
     if reproduction.empty:
         return {}
-    out: dict[tuple[str, str, str], list[str]] = {}
-    for r in reproduction.itertuples():
-        figure, subset = OWN_FIGURE.get(r.source, (None, None))
-        if r.figure != figure or not r.subset.endswith(subset):
-            continue
-        where = f" on {r.subset[: -len(subset)]}" if subset.startswith("/") else ""
-        published = "" if pd.isna(r.published) else f" (published {r.published:.2f})"
-        out.setdefault((r.source, r.judge, r.strategy), []).append(f"{figure} {r.ours:.2f}{where}{published}")
-    return {key: "; ".join(parts) for key, parts in out.items()}
+    figures = {key: _own_figure(key[0], rows)
+               for key, rows in reproduction.groupby(["source", "judge", "strategy"], sort=False)}
+    return {key: text for key, text in figures.items() if text}
 
 
 def headline(card: pd.DataFrame, reproduction: pd.DataFrame | None = None) -> pd.DataFrame:

@@ -58,7 +58,8 @@ def first_screen(headline: pd.DataFrame) -> str:
             "Length: share of verdicts for the longer response, against the label's own share. The benchmark's "
             "own figure is its headline metric for the same strategy: JudgeBench's score counts a pair only when "
             "more of its two orders pick the right response than the wrong one, so an inconsistent judge scores "
-            "below its per-order accuracy.</small></p>")
+            "below its per-order accuracy; LLMBar reports Natural and the unweighted mean of its four "
+            "adversarial subsets, not a pooled figure.</small></p>")
 
 
 def plot_accuracy_agreement(card: pd.DataFrame, path: Path) -> Path | None:
