@@ -74,6 +74,10 @@ def _parser() -> argparse.ArgumentParser:
     jb.add_argument("--alone", action="store_true", help="leave the benchmark's recorded judges out of the report")
     jb.add_argument("--params", default="params.yaml")
     jb.add_argument("--root", default="data", help="where the embedded models are built (default: data)")
+    jb.add_argument("--attacks", default="",
+                    help="comma-separated presentation attacks on the response the judge made lose, each "
+                         "judged again in both orders (length, sentiment, distraction, injection, "
+                         "fake_verdict, or all): flip and fooled rates with CIs")
     _verdict_args(jb)
     lb = sub.add_parser("leaderboard", help="a real leaderboard from its judge's annotations: raw, length- and "
                                             "style-controlled win rates, Bradley-Terry CIs, gamed entries")
@@ -123,15 +127,19 @@ def _verdict_settings(args: argparse.Namespace):
                                 encoder=args.encoder, cache_dir=Path(args.cache_dir) if args.cache_dir else None)
 
 
-def _audit_and_write(table, files, notes: list[str], args: argparse.Namespace) -> int:
+def _audit_and_write(table, files, notes: list[str], args: argparse.Namespace, attack_pairs=None) -> int:
     from tqdm.auto import tqdm
 
+    from judgeaudit.audits.attack_flips import flip_rates
     from judgeaudit.pipeline.real_judges import audit_verdicts, summary, write_audit
 
     if files is not None and len(files):
         print(files[["path", "rows_read", "rows_rejected", "unparseable"]].to_string(index=False))
+    settings = _verdict_settings(args)
     with tqdm(desc="audit-verdicts", unit="step", delay=1) as bar:
-        result = audit_verdicts(table, _verdict_settings(args), files=files, notes=notes, steps=bar)
+        result = audit_verdicts(table, settings, files=files, notes=notes, steps=bar)
+    if attack_pairs is not None:
+        result.attack_pairs, result.attacks = attack_pairs, flip_rates(attack_pairs, settings.bootstrap)
     out = Path(args.out)
     paths = write_audit(result, out, out / "quarantine")
     info = summary(result)
@@ -145,6 +153,9 @@ def _audit_and_write(table, files, notes: list[str], args: argparse.Namespace) -
         import pandas as pd
 
         print(pd.DataFrame(head).to_string(index=False, float_format="%.3f"))
+    for r in result.attacks[result.attacks.subset == "all"].itertuples() if len(result.attacks) else ():
+        print(f"{r.judge} under the {r.attack} attack: {r.metric} {r.estimate:.3f} "
+              f"[{r.ci_low:.3f}, {r.ci_high:.3f}] (n={r.n})")
     print(f"judgeaudit: judge report card in {paths['report']}")
     return 0
 
@@ -158,13 +169,15 @@ def _audit_verdicts(args: argparse.Namespace) -> int:
 
 def _judge_benchmark(args: argparse.Namespace) -> int:
     import pandas as pd
+    from tqdm.auto import tqdm
 
     from judgeaudit.config import load_params
-    from judgeaudit.judging.benchmark import benchmark_items, judge_items
+    from judgeaudit.judging.benchmark import attack_items, benchmark_items, judge_items
     from judgeaudit.models import load_model
     from judgeaudit.sources import read_source
 
     params = load_params(args.params)
+    attacks = _attack_names(args.attacks)
     if args.judge not in params.models:
         raise ValueError(f"{args.params}: no model named {args.judge!r} under 'models'")
     spec = params.spec_for(args.judge, Path(args.root) / "models")
@@ -175,15 +188,35 @@ def _judge_benchmark(args: argparse.Namespace) -> int:
     items = benchmark_items(recorded, args.limit, args.seed)
     mode = args.mode or params.judge.modes.get(args.judge, params.judge.mode)
     model = load_model(spec, name=args.judge, progress=True)
-    print(f"judgeaudit: {args.judge} judging {len(items)} pairs of {args.source} in both orders ({mode})")
+    print(f"judgeaudit: {args.judge} judging {len(items)} pairs of {args.source} in both orders ({mode})"
+          + (f", then under {len(attacks)} attacks" if attacks else ""))
     live = judge_items(model, args.judge, mode, params.judge, items, seed=args.seed)
+    flips = None
+    if attacks:
+        with tqdm(desc="attacks", unit="attack", delay=1) as bar:
+            flips = attack_items(model, args.judge, mode, params.judge, items, live, attacks, args.seed, bar)
     if args.alone:
         table = live
     else:  # the recorded judges on the same pairs, so the card compares like with like
         keys = set(zip(items.subset, items.item_id))
         same = recorded[[k in keys for k in zip(recorded.subset, recorded.item_id)]]
         table = pd.concat([same, live], ignore_index=True)
-    return _audit_and_write(table, report.frame(), report.notes, args)
+    notes = list(report.notes)
+    everything = len(benchmark_items(recorded))
+    if len(items) < everything and not args.alone:
+        notes.append(f"a seeded sample of {len(items)} of the {everything} pairs (--limit): the recorded judges are "
+                     "scored on the same sample, so the benchmark's published figures (for all pairs) need not match")
+    return _audit_and_write(table, report.frame(), notes, args, flips)
+
+
+def _attack_names(text: str) -> list[str]:
+    from judgeaudit.attacks.presentation import ATTACKS
+
+    names = list(ATTACKS) if text.strip() == "all" else [n.strip() for n in text.split(",") if n.strip()]
+    unknown = sorted(set(names) - set(ATTACKS))
+    if unknown:
+        raise ValueError(f"--attacks: unknown attack(s) {unknown}; known: {', '.join(ATTACKS)} (or all)")
+    return names
 
 
 def _leaderboard(args: argparse.Namespace) -> int:

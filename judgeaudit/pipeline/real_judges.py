@@ -23,6 +23,8 @@ from judgeaudit.sources import read_source
 from judgeaudit.sources.judgment_table import COLUMNS
 
 MIN_PAIRS = 30  # below this, the headline gives no verdict: a CI on fewer pairs says little
+
+
 @dataclass(frozen=True)
 class VerdictAuditSettings:
     """What the audit of recorded verdicts needs, resolved from params or the CLI."""
@@ -44,6 +46,8 @@ class VerdictAudit:
     pu: pd.DataFrame  # PU consistency per group and question type, with the self-check
     files: pd.DataFrame  # per input file: rows read, rejected (why), unparseable
     notes: list[str]
+    attack_pairs: pd.DataFrame = field(default_factory=pd.DataFrame)  # a live judge's attacked pairs
+    attacks: pd.DataFrame = field(default_factory=pd.DataFrame)  # their flip and fooled rates
 
 
 def read_sources(sources: dict[str, str], steps: Steps | None = None
@@ -223,10 +227,13 @@ def write_audit(result: VerdictAudit, out: Path, quarantine: Path) -> dict[str, 
                         ("reproduction", result.reproduction), ("pu_consistency", result.pu),
                         ("files_read", result.files)):
         paths[name] = write_table(frame, out / f"{name}.parquet")
+    if len(result.attack_pairs):  # judge-benchmark --attacks only
+        paths["attack_pairs"] = write_table(result.attack_pairs, out / "attack_pairs.parquet")
+        paths["attacks"] = write_table(result.attacks, out / "attacks.parquet")
     info = summary(result)
     paths["summary"] = write_json(info, out / "summary.json")
     paths["report"] = write_judge_report(result.card, result.reproduction, result.pu,
-                                         pd.DataFrame(info["headline"]), result.notes, out)
+                                         pd.DataFrame(info["headline"]), result.notes, out, result.attacks)
     return paths
 
 

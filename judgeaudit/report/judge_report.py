@@ -195,13 +195,54 @@ def leaderboard_section(card: pd.DataFrame, reproduction: pd.DataFrame, pu: pd.D
     return "\n".join(parts)
 
 
+def plot_attacks(attacks: pd.DataFrame, path: Path) -> Path:
+    """Flip and fooled rates per attack, a bar per judge x strategy, with 95% CIs."""
+    pooled = attacks[attacks.subset == "all"].assign(who=lambda f: f.judge + " (" + f.strategy + ")")
+    metrics = [m for m in ("flip_rate", "fooled_rate") if (pooled.metric == m).any()]
+    fig, axes = plt.subplots(1, len(metrics), figsize=(5.5 * len(metrics), 3.8), squeeze=False)
+    names, judges = list(dict.fromkeys(pooled.attack)), sorted(pooled.who.unique())
+    width = 0.8 / len(judges)
+    for ax, metric in zip(axes[0], metrics):
+        for k, who in enumerate(judges):
+            part = pooled[(pooled.metric == metric) & (pooled.who == who)].set_index("attack").reindex(names)
+            ax.bar(np.arange(len(names)) + k * width, part.estimate, width, label=who,
+                   yerr=np.vstack([part.estimate - part.ci_low, part.ci_high - part.estimate]), capsize=2)
+        ax.set_xticks(np.arange(len(names)) + 0.4 - width / 2, names, fontsize=8)
+        ax.set_ylim(0, 1.05)
+        ax.set_title({"flip_rate": "attacked loser now wins (all decided pairs)",
+                      "fooled_rate": "right verdicts turned wrong (labelled pairs)"}[metric], fontsize=10)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def attacks_section(attacks: pd.DataFrame, out_dir: Path) -> str:
+    """The live judge under presentation attacks: rates with CIs, and their plot."""
+    if attacks.empty:
+        return ""
+    table = attacks.assign(value=[f"{e:.3f} [{lo:.3f}, {hi:.3f}] (n={n})" for e, lo, hi, n in
+                                  zip(attacks.estimate, attacks.ci_low, attacks.ci_high, attacks.n)])
+    table = table.pivot_table(index=["judge", "strategy", "attack", "subset"], columns="metric", values="value",
+                              aggfunc="first", sort=False).reset_index()
+    table.columns.name = None
+    png = plot_attacks(attacks, out_dir / "judges_attacks.png")
+    return ("<h2>Presentation attacks on the live judge</h2><p>Each attack rewrites the response the judge made "
+            "lose on a pair it decided (its verdict over both orders); the pair is judged again in both orders. "
+            "flip_rate: the attacked response now wins; fooled_rate: the same over labelled pairs the judge had "
+            "right, where the attacked response is the wrong one. Per pair in attack_pairs.parquet.</p>"
+            + _fmt(table) + f"<img src='{png.name}' alt='flip and fooled rates per attack'>")
+
+
 def write_judge_report(card: pd.DataFrame, reproduction: pd.DataFrame, pu: pd.DataFrame, headline: pd.DataFrame,
-                       notes: list[str], out_dir: Path) -> Path:
-    """A standalone report.html for ``judgeaudit audit-verdicts``."""
+                       notes: list[str], out_dir: Path, attacks: pd.DataFrame | None = None) -> Path:
+    """A standalone report.html for ``judgeaudit audit-verdicts`` and ``judge-benchmark``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     body = (f"<!doctype html><html><head><meta charset='utf-8'><title>judgeaudit: judge report card</title>"
             f"<style>{STYLE}</style></head><body><h1>Judge report card</h1>"
-            + leaderboard_section(card, reproduction, pu, headline, notes, out_dir) + "</body></html>")
+            + leaderboard_section(card, reproduction, pu, headline, notes, out_dir)
+            + attacks_section(attacks if attacks is not None else pd.DataFrame(), out_dir) + "</body></html>")
     path = out_dir / "report.html"
     path.write_text(body)
     return path
