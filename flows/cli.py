@@ -138,7 +138,7 @@ def _audit_and_write(table, files, notes: list[str], args: argparse.Namespace, a
     settings = _verdict_settings(args)
     with tqdm(desc="audit-verdicts", unit="step", delay=1) as bar:
         result = audit_verdicts(table, settings, files=files, notes=notes, steps=bar)
-    if attack_pairs is not None:
+    if attack_pairs is not None and len(attack_pairs):
         result.attack_pairs, result.attacks = attack_pairs, flip_rates(attack_pairs, settings.bootstrap)
     out = Path(args.out)
     paths = write_audit(result, out, out / "quarantine")
@@ -202,6 +202,9 @@ def _judge_benchmark(args: argparse.Namespace) -> int:
         same = recorded[[k in keys for k in zip(recorded.subset, recorded.item_id)]]
         table = pd.concat([same, live], ignore_index=True)
     notes = list(report.notes)
+    if flips is not None and flips.empty:
+        notes.append(f"--attacks: {args.judge} decided none of the pairs (every one a tie or unparseable over "
+                     "its two orders), so no response lost and no attack ran")
     everything = len(benchmark_items(recorded))
     if len(items) < everything and not args.alone:
         notes.append(f"a seeded sample of {len(items)} of the {everything} pairs (--limit): the recorded judges are "

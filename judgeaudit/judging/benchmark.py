@@ -71,6 +71,8 @@ def attack_items(model: LanguageModel, judge: str, mode: str, settings, items: p
     before = score_1(live)
     keyed = items.set_index(["subset", "item_id"], drop=False)
     decided = keyed.loc[before[before.notna() & (before != 0.5)].index]
+    if decided.empty:
+        return pd.DataFrame()
     lose_1 = (before.reindex(decided.index) < 0.5).to_numpy()
     was = np.where(lose_1, before.reindex(decided.index), 1 - before.reindex(decided.index))
     winner = np.where(lose_1, "2", "1")
