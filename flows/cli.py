@@ -171,6 +171,7 @@ def _judge_benchmark(args: argparse.Namespace) -> int:
     import pandas as pd
     from tqdm.auto import tqdm
 
+    from judgeaudit import resolve
     from judgeaudit.config import load_params
     from judgeaudit.judging.benchmark import attack_items, benchmark_items, judge_items
     from judgeaudit.models import load_model
@@ -192,9 +193,11 @@ def _judge_benchmark(args: argparse.Namespace) -> int:
           + (f", then under {len(attacks)} attacks" if attacks else ""))
     live = judge_items(model, args.judge, mode, params.judge, items, seed=args.seed)
     flips = None
-    if attacks:
+    if attacks:  # through params.yaml's attacks.rewriter where one is set, as the robustness stage
+        rewriter = resolve.rewriter(params, Path(args.root) / "models")
         with tqdm(desc="attacks", unit="attack", delay=1) as bar:
-            flips = attack_items(model, args.judge, mode, params.judge, items, live, attacks, args.seed, bar)
+            flips = attack_items(model, args.judge, mode, params.judge, items, live, attacks, args.seed,
+                                 rewriter, bar)
     if args.alone:
         table = live
     else:  # the recorded judges on the same pairs, so the card compares like with like

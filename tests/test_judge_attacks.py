@@ -98,6 +98,25 @@ def test_summed_likelihood_cannot_be_flipped_by_appending(padded_lm):
     assert (rates.estimate == 0).all()
 
 
+def test_attacks_go_through_the_configured_rewriter(padded_lm):
+    """With a model rewriter (params.yaml's attacks.rewriter), the attacked response is its
+    rewrite of the loser; without one, the rule-based attack's text."""
+    from judgeaudit.attacks.presentation import length_expansion
+    from judgeaudit.attacks.rewriter import ModelRewriter
+
+    items = _items(8)
+    settings = Judge(normalise="mean")
+    live = judge_items(padded_lm, "padded", "likelihood", settings, items)
+    rewriter = ModelRewriter(padded_lm, {"length": "Say more: {response}"}, max_new_tokens=12)
+    by_rule = attack_items(padded_lm, "padded", "likelihood", settings, items, live, ["length"])
+    by_model = attack_items(padded_lm, "padded", "likelihood", settings, items, live, ["length"], rewriter=rewriter)
+    losers = [r.response_1 if a == "1" else r.response_2
+              for r, a in zip(items.set_index("item_id").loc[by_rule.item_id].itertuples(), by_rule.attacked)]
+    assert by_rule.attacked_response.tolist() == [length_expansion(t) for t in losers]
+    assert by_model.attacked_response.tolist() == rewriter.rewrite("length", losers)
+    assert by_model.attacked_response.tolist() != by_rule.attacked_response.tolist()
+
+
 def test_judge_benchmark_attacks_command(padded_lm, tmp_path):
     """`judge-benchmark --attacks`: the rates in attacks.parquet, each pair in attack_pairs.parquet,
     a section and a plot in the report; an unknown attack stops before any model loads."""

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from judgeaudit.attacks.rewriter import attack_texts
+from judgeaudit.attacks.rewriter import ModelRewriter, attack_texts
 from judgeaudit.judging.both_orders import verdicts_both_orders
 from judgeaudit.models.base import LanguageModel
 from judgeaudit.progress import Steps, each
@@ -61,13 +61,14 @@ def score_1(table: pd.DataFrame) -> pd.Series:
 
 def attack_items(model: LanguageModel, judge: str, mode: str, settings, items: pd.DataFrame,
                  live: pd.DataFrame, attacks: Sequence[str], seed: int = 0,
-                 steps: Steps | None = None) -> pd.DataFrame:
-    """Each attack on the pairs ``live`` (the judge's clean verdicts on ``items``) decided:
-    the response it made lose, rewritten by the attack, both orders judged again. One row
-    per (attack, pair): which response was attacked, its win score before and after, whether
-    the attack made it win (``flipped``), and whether the judge was right before (labelled
-    pairs). A pair the judge left undecided (a tie over its two orders) has no loser and is
-    left out. A step of ``steps`` per attack."""
+                 rewriter: ModelRewriter | None = None, steps: Steps | None = None) -> pd.DataFrame:
+    """Each attack on the pairs ``live`` (the judge's clean verdicts on ``items``) decided: the
+    response it made lose, rewritten by the attack (through ``rewriter`` where it has a template
+    for it, else by rule), both orders judged again. One row per (attack, pair): which response
+    was attacked and its attacked text, its win score before and after, whether the attack made
+    it win (``flipped``), and whether the judge was right before (labelled pairs). A pair the
+    judge left undecided (a tie over its two orders) has no loser and is left out. A step of
+    ``steps`` per attack."""
     before = score_1(live)
     keyed = items.set_index(["subset", "item_id"], drop=False)
     decided = keyed.loc[before[before.notna() & (before != 0.5)].index]
@@ -78,17 +79,19 @@ def attack_items(model: LanguageModel, judge: str, mode: str, settings, items: p
     winner = np.where(lose_1, "2", "1")
     label = decided["label"].to_numpy()
     rows = []
+    loser = np.where(lose_1, decided["response_1"], decided["response_2"]).tolist()
     for name in each(steps, list(attacks)):
-        attacked = decided.assign(
-            response_1=np.where(lose_1, attack_texts(name, decided["response_1"].tolist()), decided["response_1"]),
-            response_2=np.where(~lose_1, attack_texts(name, decided["response_2"].tolist()), decided["response_2"]))
+        text = np.array(attack_texts(name, loser, rewriter), dtype=object)
+        attacked = decided.assign(response_1=np.where(lose_1, text, decided["response_1"]),
+                                  response_2=np.where(~lose_1, text, decided["response_2"]))
         after = score_1(judge_items(model, judge, mode, settings, attacked.reset_index(drop=True), seed=seed))
         after = after.reindex(decided.index).to_numpy()
         now = np.where(lose_1, after, 1 - after)
         rows.append(pd.DataFrame({
             "source": decided["source"].to_numpy(), "subset": decided["subset"].to_numpy(),
             "item_id": decided["item_id"].to_numpy(), "judge": judge, "strategy": mode, "attack": name,
-            "attacked": np.where(lose_1, "1", "2"), "score_before": was, "score_after": now,
+            "attacked": np.where(lose_1, "1", "2"), "attacked_response": text, "score_before": was,
+            "score_after": now,
             "flipped": now > 0.5, "label": label,
             "right_before": np.where(np.isin(label, ["1", "2"]), winner == label, None)}))
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()

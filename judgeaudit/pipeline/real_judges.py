@@ -107,8 +107,8 @@ def audit_verdicts(table: pd.DataFrame, settings: VerdictAuditSettings, *,
     return VerdictAudit(table, card, reproduction, pu, files if files is not None else pd.DataFrame(), notes)
 
 
-def _published(values: pd.Series) -> str:
-    return "" if values.isna().any() else f" (published {', '.join(f'{v:.2f}' for v in values)})"
+def _published(*values: float) -> str:
+    return "" if any(pd.isna(v) for v in values) else f" (published {', '.join(f'{v:.2f}' for v in values)})"
 
 
 def _own_figure(source: str, rows: pd.DataFrame) -> str:
@@ -116,19 +116,18 @@ def _own_figure(source: str, rows: pd.DataFrame) -> str:
     reproduction rows; "" where the benchmark has none."""
     if source == "judgebench":  # the score per response model's pairs, over all categories
         rows = rows[(rows.figure == "score_pct") & rows.subset.str.endswith("/all")]
-        return "; ".join(f"score {r.ours:.2f} on {r.subset.removesuffix('/all')}{_published(pd.Series([r.published]))}"
+        return "; ".join(f"score {r.ours:.2f} on {r.subset.removesuffix('/all')}{_published(r.published)}"
                          for r in rows.itertuples())
     if source == "pandalm":
         rows = rows[rows.figure == "accuracy"]
-        return "; ".join(f"accuracy {r.ours:.2f}{_published(pd.Series([r.published]))}" for r in rows.itertuples())
+        return "; ".join(f"accuracy {r.ours:.2f}{_published(r.published)}" for r in rows.itertuples())
     if source == "llmbar":  # the paper's columns: Natural, and the mean of the four adversarial subsets
         rows = rows[rows.figure == "correct_average_pct"]
         natural, adversarial = rows[rows.subset == "Natural"], rows[rows.subset.str.startswith("Adversarial/")]
         if len(natural) != 1 or adversarial.subset.nunique() != 4:
             return ""
-        ours = pd.Series([natural.ours.iloc[0], adversarial.ours.mean()])
-        published = pd.Series([natural.published.iloc[0], adversarial.published.mean()])
-        return f"Natural {ours[0]:.2f}, Adversarial mean {ours[1]:.2f}{_published(published)}"
+        return (f"Natural {natural.ours.iloc[0]:.2f}, Adversarial mean {adversarial.ours.mean():.2f}"
+                + _published(natural.published.iloc[0], adversarial.published.mean(skipna=False)))
     return ""
 
 

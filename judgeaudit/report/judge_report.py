@@ -22,6 +22,13 @@ STYLE = ("body{font-family:sans-serif;max-width:1150px;margin:2em auto;color:#22
 MARKERS = "osD^vPX<>"
 
 
+def _cells(frame: pd.DataFrame, with_n: bool = False) -> list[str]:
+    """Per row of ``frame`` (estimate, ci_low, ci_high, n): "estimate [low, high]", with " (n=...)"
+    if asked; "" where there is no estimate."""
+    return ["" if np.isnan(e) else f"{e:.3f} [{lo:.3f}, {hi:.3f}]" + (f" (n={n})" if with_n else "")
+            for e, lo, hi, n in zip(frame.estimate, frame.ci_low, frame.ci_high, frame.n)]
+
+
 def _fmt(frame: pd.DataFrame) -> str:
     return frame.to_html(index=False, float_format=lambda x: f"{x:.3f}", border=0, classes="t", na_rep="")
 
@@ -79,8 +86,9 @@ def plot_accuracy_agreement(card: pd.DataFrame, path: Path) -> Path | None:
     for ax, source in zip(axes[0], sources):
         for k, (judge, g) in enumerate(wide.xs(source, level="source").groupby(level="judge")):
             x, y = g[("estimate", "positional_agreement")], g[("estimate", "accuracy")]
-            ax.errorbar(x, y, xerr=[x - g[("ci_low", "positional_agreement")], g[("ci_high", "positional_agreement")] - x],
-                        yerr=[y - g[("ci_low", "accuracy")], g[("ci_high", "accuracy")] - y],
+            xerr = [x - g[("ci_low", "positional_agreement")], g[("ci_high", "positional_agreement")] - x]
+            yerr = [y - g[("ci_low", "accuracy")], g[("ci_high", "accuracy")] - y]
+            ax.errorbar(x, y, xerr=xerr, yerr=yerr,
                         fmt=MARKERS[k % len(MARKERS)], ms=6, mfc="none", mew=1.2, elinewidth=0.6, capsize=0,
                         label=judge)
         ax.axhline(0.5, color="grey", lw=0.6, ls=":")
@@ -154,8 +162,7 @@ def card_grid(card: pd.DataFrame) -> pd.DataFrame:
     "estimate [low, high]", and the number of pairs the accuracy rests on."""
     pooled = card[(card.subset == "all") | ~card.source.isin(card.loc[card.subset == "all", "source"])]
     pooled = pooled[pooled.metric.isin(GRID)]
-    cell = pooled.assign(cell=[f"{e:.3f} [{lo:.3f}, {hi:.3f}]" if not np.isnan(e) else ""
-                               for e, lo, hi in zip(pooled.estimate, pooled.ci_low, pooled.ci_high)])
+    cell = pooled.assign(cell=_cells(pooled))
     keys = ["source", "judge", "strategy"]
     grid = cell.pivot_table(index=keys, columns="metric", values="cell", aggfunc="first")
     grid = grid.reindex(columns=[m for m in GRID if m in grid.columns]).fillna("")
@@ -222,9 +229,7 @@ def attacks_section(attacks: pd.DataFrame, out_dir: Path) -> str:
     """The live judge under presentation attacks: rates with CIs, and their plot."""
     if attacks.empty:
         return ""
-    table = attacks.assign(value=[f"{e:.3f} [{lo:.3f}, {hi:.3f}] (n={n})" for e, lo, hi, n in
-                                  zip(attacks.estimate, attacks.ci_low, attacks.ci_high, attacks.n)])
-    table = table.pivot_table(index=["judge", "strategy", "attack", "subset"], columns="metric", values="value",
+    table = attacks.assign(value=_cells(attacks, with_n=True)).pivot_table(index=["judge", "strategy", "attack", "subset"], columns="metric", values="value",
                               aggfunc="first", sort=False).reset_index()
     table.columns.name = None
     png = plot_attacks(attacks, out_dir / "judges_attacks.png")
