@@ -6,8 +6,12 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from flows.run import add_arguments, run  # sets the environment before any import
+
+if TYPE_CHECKING:  # pandas loads only when a command needs it
+    import pandas as pd
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -127,7 +131,8 @@ def _verdict_settings(args: argparse.Namespace):
                                 encoder=args.encoder, cache_dir=Path(args.cache_dir) if args.cache_dir else None)
 
 
-def _audit_and_write(table, files, notes: list[str], args: argparse.Namespace, attack_pairs=None) -> int:
+def _audit_and_write(table, files, notes: list[str], args: argparse.Namespace,
+                     attack_pairs: pd.DataFrame | None = None) -> int:
     from tqdm.auto import tqdm
 
     from judgeaudit.audits.attack_flips import flip_rates

@@ -70,12 +70,12 @@ def attack_items(model: LanguageModel, judge: str, mode: str, settings, items: p
     judge left undecided (a tie over its two orders) has no loser and is left out. A step of
     ``steps`` per attack."""
     before = score_1(live)
-    keyed = items.set_index(["subset", "item_id"], drop=False)
-    decided = keyed.loc[before[before.notna() & (before != 0.5)].index]
+    before = before[before.notna() & (before != 0.5)]
+    decided = items.set_index(["subset", "item_id"], drop=False).loc[before.index]
     if decided.empty:
         return pd.DataFrame()
-    lose_1 = (before.reindex(decided.index) < 0.5).to_numpy()
-    was = np.where(lose_1, before.reindex(decided.index), 1 - before.reindex(decided.index))
+    lose_1 = (before < 0.5).to_numpy()
+    was = np.where(lose_1, before, 1 - before)
     winner = np.where(lose_1, "2", "1")
     label = decided["label"].to_numpy()
     rows = []
