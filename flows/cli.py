@@ -158,6 +158,15 @@ def _audit_and_write(table, files, notes: list[str], args: argparse.Namespace,
         import pandas as pd
 
         print(pd.DataFrame(head).to_string(index=False, float_format="%.3f"))
+    for source, pairs in info["judge_comparisons"].items():
+        print(f"{source}: {pairs['differ']} of {pairs['judge_pairs']} pairs of judges differ in accuracy on the "
+              "same pairs (Holm-adjusted), judge_comparison.parquet")
+    live = getattr(args, "judge", None)  # judge-benchmark: the live judge against each recorded one
+    for r in result.comparison.itertuples() if live else ():
+        if live in (r.judge_a, r.judge_b):
+            print(f"{r.judge_a} more accurate than {r.judge_b} by {r.difference:+.3f} [{r.ci_low:+.3f}, "
+                  f"{r.ci_high:+.3f}] (n={r.n}, Holm p={r.p_holm:.2g}"
+                  + ("" if r.significant else ", no difference shown") + ")")
     for r in result.attacks[result.attacks.subset == "all"].itertuples() if len(result.attacks) else ():
         print(f"{r.judge} under the {r.attack} attack: {r.metric} {r.estimate:.3f} "
               f"[{r.ci_low:.3f}, {r.ci_high:.3f}] (n={r.n})")

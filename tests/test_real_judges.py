@@ -277,7 +277,7 @@ def test_the_stage_bar_counts_the_audits_steps(tmp_path):
     texts = {f"{p[:400]}\n\n{r[-1500:]}" for col in ("response_1", "response_2")
              for p, r in zip(labelled.prompt, labelled[col])}
     batches = -(-len(texts) // 32)  # the encoder's batch size
-    assert batches >= 1 and groups >= 2 and totals == [2 + 2 + batches + groups, 2 + 2 + groups]
+    assert batches >= 1 and groups >= 2 and totals == [2 + 3 + batches + groups, 2 + 3 + groups]
 
 
 def test_absent_source_is_a_note_not_an_error(tmp_path):
@@ -330,5 +330,8 @@ def test_judge_benchmark_command(tiny_lm, tmp_path):
     live = card[(card.judge == "tiny-judge") & (card.subset == "all")].set_index("metric")
     assert live.loc["positional_agreement", "estimate"] == 1.0  # likelihood verdicts are order-free
     assert live.loc["accuracy", "n"] == 7
+    compared = pd.read_parquet(out / "judge_comparison.parquet")  # the live judge against each recorded one
+    assert {"JudgeA", "JudgeB"} <= {j for r in compared.itertuples() if "tiny-judge" in (r.judge_a, r.judge_b)
+                                    for j in (r.judge_a, r.judge_b)}
     assert main(["judge-benchmark", "--judge", "nobody", "--params", str(path), "--source", "llmbar",
                  "--path", str(DATA / "llmbar"), "--out", str(out)]) == 2

@@ -159,3 +159,15 @@ def test_real_judges_stage_on_every_source(tmp_path):
     assert gpt4.benchmark_figure == "Natural 96.00, Adversarial mean 82.79 (published 96.00, 82.79)"
     report = (tmp_path / "report.html").read_text()
     assert report.count("<tr>") > 10 and "(published 65.71)" in report
+    # judge against judge on the same pairs, each in its headline strategy
+    pairs = pd.read_parquet(tmp_path / "judge_comparison.parquet").set_index(["source", "judge_a", "judge_b"])
+    assert len(pairs) == 15 + 15 + 1 and info["judge_comparisons"]["llmbar"] == {"judge_pairs": 15, "differ": 12}
+    assert pairs.loc[("llmbar", "GPT-4", "PaLM2")].ci_low > 0.09 and pairs.loc[("llmbar", "GPT-4", "PaLM2")].significant
+    assert not pairs.loc[("llmbar", "ChatGPT", "LLaMA2")].significant  # 48.8% and 48.7%
+    # o1-mini beats every reward model per order, where JudgeBench's score has it 65.71 to 64.29
+    o1_rows = pairs.loc["judgebench"].loc["o1-mini-2024-09-12"]
+    assert len(o1_rows) == 5 and o1_rows.significant.all()
+    assert not pairs.loc["judgebench"].drop("o1-mini-2024-09-12").significant.any()
+    panda = pairs.loc[("pandalm", "gpt-3.5-turbo", "pandalm-7b")]
+    assert panda.n == 999 and round(panda.difference, 3) == 0.043 and panda.significant
+    assert "Which judge is more accurate?" in report and (tmp_path / "judges_comparison.png").stat().st_size > 1000

@@ -1,6 +1,7 @@
 """Stage ``real_judges`` (and ``judgeaudit audit-verdicts``): recorded verdicts of real
 judges on public benchmarks read into the general judgment table, then the report card,
-the sources' own published figures recomputed, and the PU audit with its self-check.
+the sources' own published figures recomputed, paired comparisons of the judges on the same
+pairs, and the PU audit with its self-check.
 A source whose path is absent is noted and skipped, never an error."""
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from judgeaudit.audits.judge_comparison import COLUMNS as COMPARISON_COLUMNS
+from judgeaudit.audits.judge_comparison import compare_judges
 from judgeaudit.audits.judge_quality import report_card
 from judgeaudit.audits.pu_audit import PUConfig
 from judgeaudit.audits.pu_verdicts import pu_audit_verdicts
@@ -46,6 +49,7 @@ class VerdictAudit:
     pu: pd.DataFrame  # PU consistency per group and question type, with the self-check
     files: pd.DataFrame  # per input file: rows read, rejected (why), unparseable
     notes: list[str]
+    comparison: pd.DataFrame = field(default_factory=pd.DataFrame)  # judge vs judge on the same pairs
     attack_pairs: pd.DataFrame = field(default_factory=pd.DataFrame)  # a live judge's attacked pairs
     attacks: pd.DataFrame = field(default_factory=pd.DataFrame)  # their flip and fooled rates
 
@@ -91,12 +95,14 @@ def audit_verdicts(table: pd.DataFrame, settings: VerdictAuditSettings, *,
                    files: pd.DataFrame | None = None, notes: list[str] | None = None,
                    steps: Steps | None = None) -> VerdictAudit:
     """Every audit the judgment table's inputs allow; ``steps``: the report card, the
-    published figures, then the PU audit's encoder batches and groups."""
+    published figures, the judges compared, then the PU audit's encoder batches and groups."""
     notes = list(notes or [])
-    plan(steps, 2)
+    plan(steps, 3)
     card = report_card(table, settings.bootstrap) if len(table) else pd.DataFrame()
     done(steps)
     reproduction = reproduce_published(table) if len(table) else pd.DataFrame()
+    done(steps)
+    comparison = compare_headline(table, card, settings.bootstrap)
     done(steps)
     pu = pd.DataFrame()
     labelled = table[table["label"].isin(["1", "2"])] if len(table) else table
@@ -104,7 +110,16 @@ def audit_verdicts(table: pd.DataFrame, settings: VerdictAuditSettings, *,
         pu, _ = pu_audit_verdicts(pu_subset(labelled, settings.pu_strategies),
                                   embed or make_embedder(settings, steps), settings.pu, settings.bootstrap,
                                   folds=settings.pu_folds, steps=steps)
-    return VerdictAudit(table, card, reproduction, pu, files if files is not None else pd.DataFrame(), notes)
+    return VerdictAudit(table, card, reproduction, pu, files if files is not None else pd.DataFrame(), notes,
+                        comparison)
+
+
+def compare_headline(table: pd.DataFrame, card: pd.DataFrame, settings: BootstrapSettings) -> pd.DataFrame:
+    """Every two judges of a source compared on the same pairs, each in its headline strategy."""
+    chosen = headline(card)
+    if chosen.empty:
+        return pd.DataFrame(columns=COMPARISON_COLUMNS)
+    return compare_judges(table, settings, chosen.rename(columns={"best_strategy": "strategy"}))
 
 
 def _published(*values: float) -> str:
@@ -201,6 +216,8 @@ def summary(result: VerdictAudit) -> dict:
     reproduced = {s: {"figures": int(len(g)), "reproduced": int(g["match"].astype(bool).sum())}
                   for s, g in published.groupby("source")} if len(published) else {}
     pu = result.pu[result.pu["qtype"] == "all"] if len(result.pu) else result.pu
+    compared = {s: {"judge_pairs": int(len(g)), "differ": int(g["significant"].sum())}
+                for s, g in result.comparison.groupby("source")} if len(result.comparison) else {}
     return {"rows": int(len(result.judgments)),
             "sources": sorted(result.judgments["source"].unique().tolist()) if len(result.judgments) else [],
             "judges": int(result.judgments[["source", "judge", "strategy"]].drop_duplicates().shape[0])
@@ -208,6 +225,7 @@ def summary(result: VerdictAudit) -> dict:
             "published_figures": reproduced,
             "pu_recommendations": pu[["source", "judge", "strategy", "cons_orig", "cons_adj", "check_gain",
                                       "recommendation"]].to_dict("records") if len(pu) else [],
+            "judge_comparisons": compared,
             "headline": headline(result.card, result.reproduction).to_dict("records"), "notes": result.notes}
 
 
@@ -222,9 +240,12 @@ def write_audit(result: VerdictAudit, out: Path, quarantine: Path) -> dict[str, 
     if len(result.judgments):
         validate_table(result.judgments, "judgment_table", str(out / "judgments.parquet"), quarantine_dir=quarantine)
         validate_table(result.card, "judge_quality", str(out / "judge_quality.parquet"), quarantine_dir=quarantine)
+    if len(result.comparison):
+        validate_table(result.comparison, "judge_comparison", str(out / "judge_comparison.parquet"),
+                       quarantine_dir=quarantine)
     for name, frame in (("judgments", result.judgments), ("judge_quality", result.card),
-                        ("reproduction", result.reproduction), ("pu_consistency", result.pu),
-                        ("files_read", result.files)):
+                        ("reproduction", result.reproduction), ("judge_comparison", result.comparison),
+                        ("pu_consistency", result.pu), ("files_read", result.files)):
         paths[name] = write_table(frame, out / f"{name}.parquet")
     if len(result.attack_pairs):  # judge-benchmark --attacks only
         paths["attack_pairs"] = write_table(result.attack_pairs, out / "attack_pairs.parquet")
@@ -232,7 +253,8 @@ def write_audit(result: VerdictAudit, out: Path, quarantine: Path) -> dict[str, 
     info = summary(result)
     paths["summary"] = write_json(info, out / "summary.json")
     paths["report"] = write_judge_report(result.card, result.reproduction, result.pu,
-                                         pd.DataFrame(info["headline"]), result.notes, out, result.attacks)
+                                         pd.DataFrame(info["headline"]), result.notes, out, result.attacks,
+                                         result.comparison)
     return paths
 
 

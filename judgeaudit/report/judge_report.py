@@ -1,5 +1,6 @@
 """The judge leaderboard: what a person reads first about each judge (accuracy, positional
-agreement, significant biases, a plain verdict), then plots and the tables behind them."""
+agreement, significant biases, a plain verdict), then plots, each pair of judges compared on
+the same pairs, and the tables behind them."""
 
 from __future__ import annotations
 
@@ -102,6 +103,18 @@ def plot_accuracy_agreement(card: pd.DataFrame, path: Path) -> Path | None:
     return path
 
 
+def _grouped_bars(ax: plt.Axes, frame: pd.DataFrame, x: str, ticks: list[str]) -> None:
+    """At each of ``ticks`` (values of column ``x``), a bar per ``who`` (sorted): the estimate
+    with its CI."""
+    series = sorted(frame.who.unique())
+    width = 0.8 / len(series)
+    for k, who in enumerate(series):
+        part = frame[frame.who == who].set_index(x).reindex(ticks)
+        ax.bar(np.arange(len(ticks)) + k * width, part.estimate, width, label=who, capsize=2,
+               yerr=np.vstack([part.estimate - part.ci_low, part.ci_high - part.estimate]))
+    ax.set_xticks(np.arange(len(ticks)) + 0.4 - width / 2, ticks, fontsize=8)
+
+
 def plot_subsets(card: pd.DataFrame, path: Path, strategy_by_source: dict[str, str] | None = None) -> Path | None:
     """Accuracy per subset, a bar per judge (for a source named in ``strategy_by_source``,
     that strategy only; otherwise every judge x strategy), with CIs."""
@@ -120,14 +133,7 @@ def plot_subsets(card: pd.DataFrame, path: Path, strategy_by_source: dict[str, s
                        chosen.get(source, "each judge's")))
     fig, axes = plt.subplots(len(panels), 1, figsize=(11, 4.4 * len(panels)), squeeze=False)
     for ax, (source, g, strategy) in zip(axes[:, 0], panels):
-        subsets, judges = sorted(g.subset.unique()), sorted(g.who.unique())
-        width = 0.8 / len(judges)
-        for k, judge in enumerate(judges):
-            part = g[g.who == judge].set_index("subset").reindex(subsets)
-            x = np.arange(len(subsets)) + k * width
-            err = np.vstack([part.estimate - part.ci_low, part.ci_high - part.estimate])
-            ax.bar(x, part.estimate, width, yerr=err, capsize=2, label=judge)
-        ax.set_xticks(np.arange(len(subsets)) + 0.4 - width / 2, subsets, fontsize=8)
+        _grouped_bars(ax, g, "subset", sorted(g.subset.unique()))
         ax.axhline(0.5, color="grey", lw=0.6, ls=":")
         ax.set_ylim(0, 1.05)
         ax.set_ylabel("accuracy")
@@ -137,6 +143,77 @@ def plot_subsets(card: pd.DataFrame, path: Path, strategy_by_source: dict[str, s
     fig.savefig(path, dpi=90)
     plt.close(fig)
     return path
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:+.1f}"
+
+
+def comparison_table(comparison: pd.DataFrame) -> pd.DataFrame:
+    """A row per pair of judges: who is more accurate than whom on the same pairs, by how
+    many points [CI], on how many pairs, and whether the Holm-adjusted test says they differ."""
+    c = comparison
+    level = f"{c.confidence.iloc[0]:.0%}" if len(c) else ""
+    return pd.DataFrame({
+        "source": c.source, "more accurate (A)": c.judge_a + " (" + c.strategy_a + ")",
+        "than (B)": c.judge_b + " (" + c.strategy_b + ")", "n pairs": c.n.astype("Int64"),
+        f"difference, points [{level} CI]": [f"{_pct(d)} [{_pct(lo)}, {_pct(hi)}]"
+                                             for d, lo, hi in zip(c.difference, c.ci_low, c.ci_high)],
+        "pairs where A / B scores higher": [f"{a} / {b}" for a, b in zip(c.a_better, c.b_better)],
+        "p (Holm)": [f"{p:.2g}" for p in c.p_holm],
+        "verdict": ["A more accurate" if s else "no difference shown" for s in c.significant]})
+
+
+def plot_comparisons(comparison: pd.DataFrame, path: Path) -> Path | None:
+    """Per source, a judge x judge grid: the row judge's accuracy minus the column judge's on the
+    pairs both judged, in points, starred where the Holm-adjusted test says they differ."""
+    if comparison.empty:
+        return None
+    sources = sorted(comparison.source.unique())
+    sizes = [max(len(set(g.judge_a) | set(g.judge_b)), 3) for _, g in comparison.groupby("source")]
+    fig, axes = plt.subplots(len(sources), 1, figsize=(0.7 * max(sizes) + 5, sum(0.7 * k + 2.2 for k in sizes)),
+                             squeeze=False, gridspec_kw={"height_ratios": sizes}, layout="constrained")
+    top = max(100 * comparison.difference.max(), 1.0)  # one colour scale for every panel
+    for ax, source in zip(axes[:, 0], sources):
+        g = comparison[comparison.source == source]
+        accuracy = pd.concat([pd.Series(g.accuracy_a.values, g.judge_a), pd.Series(g.accuracy_b.values, g.judge_b)])
+        names = list(accuracy.groupby(level=0).mean().sort_values(ascending=False).index)
+        at = {name: k for k, name in enumerate(names)}
+        diff, star = np.full((len(names),) * 2, np.nan), np.zeros((len(names),) * 2, bool)
+        for r in g.itertuples():
+            i, j = at[r.judge_a], at[r.judge_b]
+            diff[i, j], diff[j, i] = 100 * r.difference, -100 * r.difference
+            star[i, j] = star[j, i] = r.significant
+        image = ax.imshow(diff, cmap="RdBu", vmin=-top, vmax=top)
+        for (i, j), v in np.ndenumerate(diff):
+            if not np.isnan(v):
+                ax.text(j, i, ("0" if abs(v) < 0.5 else f"{v:+.0f}") + ("*" if star[i, j] else ""), ha="center",
+                        va="center", fontsize=7, color="white" if abs(v) > 0.6 * top else "black")
+        ax.set_xticks(range(len(names)), names, rotation=40, ha="right", fontsize=7)
+        ax.set_yticks(range(len(names)), names, fontsize=7)
+        ax.set_title(source, fontsize=10)
+    alpha = 1 - comparison.confidence.iloc[0]
+    fig.suptitle("Judge against judge on the same pairs: the row judge's accuracy\nminus the column judge's, "
+                 f"in points; * Holm-adjusted p < {alpha:.2g}", fontsize=10)
+    fig.colorbar(image, ax=list(axes[:, 0]), shrink=0.5, label="points")
+    fig.savefig(path, dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def comparison_section(comparison: pd.DataFrame | None, out_dir: Path) -> str:
+    """Judge against judge on the same pairs: the grid plot and the table behind it."""
+    if comparison is None or comparison.empty:
+        return ""
+    png = plot_comparisons(comparison, out_dir / "judges_comparison.png")
+    return ("<h2>Which judge is more accurate? Each pair of judges on the same pairs</h2><p>Each judge in its "
+            "strategy of the first screen, against every other judge of the benchmark on the labelled pairs both "
+            "judged. Per pair, a judge scores its accuracy over the orders it saw; the difference has a paired "
+            "bootstrap CI, and the exact paired permutation test's p-value is Holm-adjusted over the benchmark's "
+            "pairs of judges. Read this, not the first screen's CIs, to choose between two judges: CIs that overlap "
+            "do not show two judges equal, and both judged the same pairs. Per pair of judges in "
+            "judge_comparison.parquet.</p>"
+            f"<img src='{png.name}' alt='judge against judge, accuracy difference'>" + _fmt(comparison_table(comparison)))
 
 
 def reproduction_table(reproduction: pd.DataFrame) -> pd.DataFrame:
@@ -173,7 +250,8 @@ def card_grid(card: pd.DataFrame) -> pd.DataFrame:
 
 
 def leaderboard_section(card: pd.DataFrame, reproduction: pd.DataFrame, pu: pd.DataFrame,
-                        headline: pd.DataFrame, notes: list[str], out_dir: Path) -> str:
+                        headline: pd.DataFrame, notes: list[str], out_dir: Path,
+                        comparison: pd.DataFrame | None = None) -> str:
     """The judge leaderboard's HTML (plots written into ``out_dir``)."""
     parts = ["<h2>Read this first: the judges</h2>", first_screen(headline)]
     if notes:
@@ -184,6 +262,7 @@ def leaderboard_section(card: pd.DataFrame, reproduction: pd.DataFrame, pu: pd.D
         for png, alt in ((scatter, "accuracy against positional agreement"), (bars, "accuracy per subset")):
             if png is not None:
                 parts.append(f"<img src='{png.name}' alt='{alt}'>")
+    parts.append(comparison_section(comparison, out_dir))
     if not reproduction.empty:
         parts += ["<h2>The benchmarks' own published figures, recomputed</h2>", _fmt(reproduction_table(reproduction))]
     if not pu.empty:
@@ -207,14 +286,8 @@ def plot_attacks(attacks: pd.DataFrame, path: Path) -> Path:
     pooled = attacks[attacks.subset == "all"].assign(who=lambda f: f.judge + " (" + f.strategy + ")")
     metrics = [m for m in ("flip_rate", "fooled_rate") if (pooled.metric == m).any()]
     fig, axes = plt.subplots(1, len(metrics), figsize=(5.5 * len(metrics), 3.8), squeeze=False)
-    names, judges = list(dict.fromkeys(pooled.attack)), sorted(pooled.who.unique())
-    width = 0.8 / len(judges)
     for ax, metric in zip(axes[0], metrics):
-        for k, who in enumerate(judges):
-            part = pooled[(pooled.metric == metric) & (pooled.who == who)].set_index("attack").reindex(names)
-            ax.bar(np.arange(len(names)) + k * width, part.estimate, width, label=who,
-                   yerr=np.vstack([part.estimate - part.ci_low, part.ci_high - part.estimate]), capsize=2)
-        ax.set_xticks(np.arange(len(names)) + 0.4 - width / 2, names, fontsize=8)
+        _grouped_bars(ax, pooled[pooled.metric == metric], "attack", list(dict.fromkeys(pooled.attack)))
         ax.set_ylim(0, 1.05)
         ax.set_title({"flip_rate": "attacked loser now wins (all decided pairs)",
                       "fooled_rate": "right verdicts turned wrong (labelled pairs)"}[metric], fontsize=10)
@@ -241,12 +314,13 @@ def attacks_section(attacks: pd.DataFrame, out_dir: Path) -> str:
 
 
 def write_judge_report(card: pd.DataFrame, reproduction: pd.DataFrame, pu: pd.DataFrame, headline: pd.DataFrame,
-                       notes: list[str], out_dir: Path, attacks: pd.DataFrame | None = None) -> Path:
+                       notes: list[str], out_dir: Path, attacks: pd.DataFrame | None = None,
+                       comparison: pd.DataFrame | None = None) -> Path:
     """A standalone report.html for ``judgeaudit audit-verdicts`` and ``judge-benchmark``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     body = (f"<!doctype html><html><head><meta charset='utf-8'><title>judgeaudit: judge report card</title>"
             f"<style>{STYLE}</style></head><body><h1>Judge report card</h1>"
-            + leaderboard_section(card, reproduction, pu, headline, notes, out_dir)
+            + leaderboard_section(card, reproduction, pu, headline, notes, out_dir, comparison)
             + attacks_section(attacks if attacks is not None else pd.DataFrame(), out_dir) + "</body></html>")
     path = out_dir / "report.html"
     path.write_text(body)

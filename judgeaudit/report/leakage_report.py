@@ -503,7 +503,7 @@ def write_report(wr: pd.DataFrame, pls: pd.DataFrame, summary: dict, responses: 
                  score_range: dict | None = None, judges: dict | None = None,
                  leaderboard: dict | None = None, studies: dict | None = None) -> dict[str, Path]:
     """Write report.html, report.json and the plots into ``out_dir``. ``judges``: the real
-    judges' leaderboard (card, reproduction, pu, headline, notes), shown first."""
+    judges' leaderboard (card, reproduction, pu, headline, notes, comparison), shown first."""
     out_dir.mkdir(parents=True, exist_ok=True)
     made_on = machine()
     judges_html = ""
@@ -511,7 +511,7 @@ def write_report(wr: pd.DataFrame, pls: pd.DataFrame, summary: dict, responses: 
         from judgeaudit.report.judge_report import leaderboard_section
 
         judges_html = leaderboard_section(judges["card"], judges["reproduction"], judges["pu"],
-                                          judges["headline"], judges["notes"], out_dir)
+                                          judges["headline"], judges["notes"], out_dir, judges.get("comparison"))
     leaderboard_html = ""
     if leaderboard is not None:
         from judgeaudit.report.leaderboard_report import leaderboard_section

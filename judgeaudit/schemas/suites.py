@@ -199,6 +199,26 @@ def judge_quality_suite() -> list:
     ]
 
 
+def judge_comparison_suite() -> list:
+    """Two judges of a source on the same pairs: A the more accurate, the difference inside its
+    CI, p-values in [0, 1] with Holm's never below the raw one."""
+    return [
+        *_columns(["source", "judge_a", "strategy_a", "judge_b", "strategy_b", "n", "accuracy_a", "accuracy_b",
+                   "difference", "ci_low", "ci_high", "a_better", "b_better", "p_value", "p_holm", "significant"]),
+        gxe.ExpectTableRowCountToBeBetween(min_value=1),
+        gxe.ExpectColumnValuesToBeBetween(column="difference", min_value=0, max_value=1),
+        *[gxe.ExpectColumnValuesToBeBetween(column=c, min_value=0, max_value=1)
+          for c in ("accuracy_a", "accuracy_b", "p_value", "p_holm")],
+        gxe.ExpectColumnValuesToBeBetween(column="n", min_value=2),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="ci_high", column_B="difference", or_equal=True),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="difference", column_B="ci_low", or_equal=True),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="p_holm", column_B="p_value", or_equal=True),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="accuracy_a", column_B="accuracy_b", or_equal=True),
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["source", "judge_a", "strategy_a", "judge_b",
+                                                         "strategy_b"]),
+    ]
+
+
 def leaderboard_win_rates_suite() -> list:
     """One row per leaderboard model: rates in percent, Bradley-Terry score inside its CI."""
     return [
@@ -220,6 +240,7 @@ SUITES = {"prompts": prompts_suite, "synthetic": synthetic_suite, "responses": r
           "prefix_matrices": prefix_matrices_suite, "score_range_scores": score_range_scores_suite,
           "score_correlations": correlations_suite, "controlled_win_rates": controlled_win_rates_suite,
           "judgment_table": judgment_table_suite, "judge_quality": judge_quality_suite,
+          "judge_comparison": judge_comparison_suite,
           "leaderboard_win_rates": leaderboard_win_rates_suite}
 
 
