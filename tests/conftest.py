@@ -142,7 +142,8 @@ TINY_TABLES = ["prompts/prompts.parquet", "synthetic/answers.parquet", "response
                "prefix/matrices.parquet", "robustness/ablation.parquet", "robustness/attack_flips.parquet",
                "robustness/controlled_win_rates.parquet", "score_range/scores.parquet",
                "score_range/correlations.parquet", "real_judges/judgments.parquet",
-               "real_judges/judge_quality.parquet", "leaderboard/win_rates.parquet",
+               "real_judges/judge_quality.parquet", "real_judges/judge_comparison.parquet",
+               "leaderboard/win_rates.parquet",
                "leakage_studies/mixing.parquet", "leakage_studies/scale.parquet", "students/index.parquet"]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -141,6 +142,11 @@ def test_full_audit_flow(tiny_audit):
     assert html.index("Read this first") < html.index("Preference leakage audit") and "JudgeA" in html
     card = pd.read_parquet(first / "real_judges/judge_quality.parquet")
     assert set(card.source) == {"llmbar", "pandalm", "judgebench"}
+    compared = pd.read_parquet(first / "real_judges/judge_comparison.parquet")  # judge against judge
+    in_report = pd.DataFrame(report["real_judges"]["comparison"])
+    assert len(compared) > 0 and in_report[["judge_a", "judge_b"]].equals(compared[["judge_a", "judge_b"]])
+    assert np.allclose(in_report.difference, compared.difference)
+    assert "Which judge is more accurate?" in html
     board = pd.read_parquet(first / "leaderboard/win_rates.parquet")
     assert board.loc[board.flagged, "model"].tolist() == ["NullModel"] and "Leaderboard:" in html
 

@@ -559,7 +559,8 @@ torch {made_on['packages']['torch']}: the tables are bitwise reproducible on one
                "boat": boat or {}, "pu": pu or {}, "robustness": robustness or {},
                "prefix": {"summary": prefix["summary"], "matrices": prefix["matrices"].to_dict("records")}
                if prefix else {},
-               "real_judges": {"headline": judges["headline"].to_dict("records"), "notes": judges["notes"]}
+               "real_judges": {"headline": judges["headline"].to_dict("records"), "notes": judges["notes"],
+                               "comparison": judges.get("comparison", pd.DataFrame()).to_dict("records")}
                if judges else {},
                "score_range": {"summary": score_range["summary"],
                                "correlations": score_range["correlations"].to_dict("records")}
