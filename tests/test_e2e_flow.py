@@ -146,6 +146,8 @@ def test_full_audit_flow(tiny_audit):
     in_report = pd.DataFrame(report["real_judges"]["comparison"])
     assert len(compared) > 0 and in_report[["judge_a", "judge_b"]].equals(compared[["judge_a", "judge_b"]])
     assert np.allclose(in_report.difference, compared.difference)
+    strategies = pd.read_parquet(first / "real_judges/strategy_comparison.parquet")  # JudgeA: Swap vs Vanilla
+    assert len(strategies) == len(report["real_judges"]["strategies"]) > 0 and set(strategies.base) == {"Vanilla"}
     assert "Which judge is more accurate?" in html
     board = pd.read_parquet(first / "leaderboard/win_rates.parquet")
     assert board.loc[board.flagged, "model"].tolist() == ["NullModel"] and "Leaderboard:" in html

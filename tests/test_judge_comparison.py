@@ -112,3 +112,27 @@ def test_only_the_pairs_both_judged_count():
     row = compare_judges(table, FAST, chosen).iloc[0]
     assert row.n == n - 20 and row.judge_a == "A"
     assert compare_judges(table, FAST, chosen.iloc[:1]).empty  # one judge: nothing to compare
+
+
+def test_a_strategy_that_helps_one_that_hurts_and_one_that_does_neither():
+    from judgeaudit.audits.judge_comparison import compare_strategies
+
+    rng = np.random.default_rng(5)
+    n = 300
+    base = rng.random((n, 2)) < 0.7
+    helps, hurts = base.copy(), base.copy()
+    helps[np.flatnonzero(~base.all(1))[:40]] = True  # right in both orders on 40 more pairs
+    hurts[np.flatnonzero(base.any(1))[:30]] = False
+    runs = {"Vanilla": base, "helps": helps, "hurts": hurts, "same": base[rng.permutation(n)]}
+    table = pd.concat([_table({"J": right}, n).assign(strategy=name) for name, right in runs.items()]
+                      + [_table({"K": helps}, n).assign(strategy="helps")], ignore_index=True)  # K: no base
+    found = compare_strategies(table, FAST, {"synthetic": "Vanilla"}).set_index("strategy")
+    assert set(found.judge) == {"J"} and set(found.index) == {"helps", "hurts", "same"}
+    assert (found.base == "Vanilla").all() and (found.n == n).all()
+    for name in ("helps", "hurts"):
+        assert found.loc[name, "difference"] == pytest.approx(runs[name].mean() - base.mean())
+        assert found.loc[name, "significant"] and found.loc[name, "p_holm"] < 1e-3
+    assert found.loc["helps", "ci_low"] > 0 and (found.loc["helps", "better"], found.loc["helps", "worse"]) == (40, 0)
+    assert found.loc["hurts", "ci_high"] < 0 and (found.loc["hurts", "better"], found.loc["hurts", "worse"]) == (0, 30)
+    assert found.loc["same", "difference"] == 0 and not found.loc["same", "significant"]
+    assert compare_strategies(table, FAST, {"elsewhere": "Vanilla"}).empty  # no source with a base

@@ -250,6 +250,12 @@ def test_audit_verdicts_command_writes_the_report_card(tmp_path):
     assert f"{acc.estimate:.3f} [{acc.ci_low:.3f}, {acc.ci_high:.3f}]" in html
     info = json.loads((out / "summary.json").read_text())
     assert info["published_figures"] == {}  # a sample: LLMBar published nothing for it
+    swap = pd.read_parquet(out / "strategy_comparison.parquet")  # JudgeA's Swap against its Vanilla
+    assert swap[["judge", "strategy", "base"]].values.tolist() == [["JudgeA", "Swap", "Vanilla"]]
+    assert main(["audit-verdicts", "--source", "llmbar", "--path", str(DATA / "llmbar"), "--out", str(out),
+                 "--n-boot", "200", "--no-pu", "--base-strategy", "Swap"]) == 0
+    swap = pd.read_parquet(out / "strategy_comparison.parquet")
+    assert swap[["judge", "strategy", "base"]].values.tolist() == [["JudgeA", "Vanilla", "Swap"]]
 
 
 def test_the_stage_bar_counts_the_audits_steps(tmp_path):

@@ -171,3 +171,11 @@ def test_real_judges_stage_on_every_source(tmp_path):
     panda = pairs.loc[("pandalm", "gpt-3.5-turbo", "pandalm-7b")]
     assert panda.n == 999 and round(panda.difference, 3) == 0.043 and panda.significant
     assert "Which judge is more accurate?" in report and (tmp_path / "judges_comparison.png").stat().st_size > 1000
+    # each LLMBar judge's strategies against its Vanilla prompt, on the same pairs
+    strategies = pd.read_parquet(tmp_path / "strategy_comparison.parquet").set_index(["judge", "strategy"])
+    assert len(strategies) == 59 and info["strategy_comparisons"]["llmbar"] == {"strategies": 59, "help": 6, "hurt": 9}
+    assert strategies.loc[("PaLM2", "CoT")].significant and strategies.loc[("PaLM2", "CoT")].ci_high < -0.08
+    no_rules = strategies.loc[("GPT-4", "Vanilla_NoRules")]  # LLMBar's rules dropped from its Vanilla prompt
+    assert no_rules.significant and no_rules.difference < -0.07
+    assert not strategies.loc[("GPT-4", "Metrics_Reference")].significant  # its best: +2.7 points, Holm p 0.08
+    assert "Does a strategy help its judge?" in report and (tmp_path / "judges_strategies.png").stat().st_size > 1000

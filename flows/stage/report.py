@@ -48,6 +48,8 @@ def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
                   "pu": pd.read_parquet(judges_dir / "pu_consistency.parquet"),
                   "comparison": read(judges_dir / "judge_comparison.parquet", "judge_comparison", layout)
                   if info.get("judge_comparisons") else pd.DataFrame(),
+                  "strategies": read(judges_dir / "strategy_comparison.parquet", "strategy_comparison", layout)
+                  if info.get("strategy_comparisons") else pd.DataFrame(),
                   "headline": pd.DataFrame(info["headline"]), "notes": info["notes"]}
     lb_dir = layout.root / "leaderboard"
     lb_info = json.loads((lb_dir / "summary.json").read_text()) if (lb_dir / "summary.json").exists() else {}

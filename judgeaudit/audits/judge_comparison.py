@@ -19,6 +19,11 @@ compared on the labelled items both judged, pooled over subsets:
 
 A is the more accurate of the two, so ``difference`` >= 0. Where the chosen strategy is each
 judge's best of several, the comparison inherits that selection (as the headline does).
+
+``compare_strategies`` asks the other question a benchmark with many prompting strategies
+raises (LLMBar's 15): does a strategy help a judge? Each strategy of a judge against the
+source's base strategy (``BASE_STRATEGY``: LLMBar's Vanilla), same figures, signed
+(strategy minus base), Holm-adjusted over the judge's strategies.
 """
 
 from __future__ import annotations
@@ -35,6 +40,9 @@ from judgeaudit.audits.stats import BootstrapSettings, paired_bootstrap
 COLUMNS = ["source", "judge_a", "strategy_a", "judge_b", "strategy_b", "n", "accuracy_a", "accuracy_b",
            "difference", "ci_low", "ci_high", "a_better", "b_better", "p_value", "p_holm", "significant",
            "confidence"]
+STRATEGY_COLUMNS = ["source", "judge", "strategy", "base", "n", "accuracy", "accuracy_base", "difference", "ci_low",
+                    "ci_high", "better", "worse", "p_value", "p_holm", "significant", "confidence"]
+BASE_STRATEGY = {"llmbar": "Vanilla"}  # per source: the strategy the others are measured against
 
 
 def item_scores(table: pd.DataFrame) -> pd.DataFrame:
@@ -74,7 +82,7 @@ def sign_flip_p(differences: np.ndarray) -> float:
 
 
 def _compare(a: pd.Series, b: pd.Series, settings: BootstrapSettings) -> dict:
-    """One pair of judges' scores on their shared items (``a`` the more accurate)."""
+    """Two score columns on their shared items: ``a`` minus ``b``."""
     x, y = a.to_numpy(), b.to_numpy()
     est = paired_bootstrap(lambda u, v, axis: u.mean(axis) - v.mean(axis), [x, y], n_boot=settings.n_boot,
                            confidence=settings.confidence, seed=settings.seed)
@@ -105,10 +113,38 @@ def compare_judges(table: pd.DataFrame, settings: BootstrapSettings,
                 a, b = b, a
             found.append({"source": source, "judge_a": a[0], "strategy_a": a[1], "judge_b": b[0],
                           "strategy_b": b[1], **_compare(both[a], both[b], settings)})
-        if found:
-            p_holm = holm(np.array([r["p_value"] for r in found]))
-            for r, p in zip(found, p_holm):
-                r |= {"p_holm": float(p), "significant": bool(p < 1 - settings.confidence),
-                      "confidence": settings.confidence}
-            rows += found
+        rows += _adjusted(found, settings)
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _adjusted(found: list[dict], settings: BootstrapSettings) -> list[dict]:
+    """One family's comparisons with Holm's p-values and the verdict at ``1 - confidence``."""
+    for r, p in zip(found, holm(np.array([r["p_value"] for r in found]))):
+        r |= {"p_holm": float(p), "significant": bool(p < 1 - settings.confidence), "confidence": settings.confidence}
+    return found
+
+
+def compare_strategies(table: pd.DataFrame, settings: BootstrapSettings,
+                       base: dict[str, str] | None = None) -> pd.DataFrame:
+    """Each judge's strategies against its base strategy on the labelled items both cover
+    (``STRATEGY_COLUMNS``; ``difference``: strategy minus base); ``base`` per source, default
+    ``BASE_STRATEGY``. A judge without the base strategy is left out."""
+    base = BASE_STRATEGY if base is None else base
+    scores = item_scores(table[table["source"].isin(base)])
+    rows = []
+    for (source, judge), grp in scores.groupby(["source", "judge"], sort=True):
+        wide = grp.pivot_table(index=["subset", "item_id"], columns="strategy", values="score")
+        if base[source] not in wide:
+            continue
+        found = []
+        for strategy in (s for s in wide.columns if s != base[source]):
+            both = wide[[strategy, base[source]]].dropna()
+            if len(both) < 2:
+                continue
+            r = _compare(both[strategy], both[base[source]], settings)
+            found.append({"source": source, "judge": judge, "strategy": strategy, "base": base[source], "n": r["n"],
+                          "accuracy": r["accuracy_a"], "accuracy_base": r["accuracy_b"],
+                          "difference": r["difference"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
+                          "better": r["a_better"], "worse": r["b_better"], "p_value": r["p_value"]})
+        rows += _adjusted(found, settings)
+    return pd.DataFrame(rows, columns=STRATEGY_COLUMNS)

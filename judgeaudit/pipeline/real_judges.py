@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from judgeaudit.audits.judge_comparison import COLUMNS as COMPARISON_COLUMNS
-from judgeaudit.audits.judge_comparison import compare_judges
+from judgeaudit.audits.judge_comparison import BASE_STRATEGY, compare_judges, compare_strategies
 from judgeaudit.audits.judge_quality import report_card
 from judgeaudit.audits.pu_audit import PUConfig
 from judgeaudit.audits.pu_verdicts import pu_audit_verdicts
@@ -39,6 +39,7 @@ class VerdictAuditSettings:
     encoder: str = DEFAULT_ENCODER
     max_length: int = 128
     cache_dir: Path | None = None  # embeddings kept here between runs (None: not kept)
+    base_strategy: dict[str, str] = field(default_factory=lambda: dict(BASE_STRATEGY))  # per source
 
 
 @dataclass
@@ -50,6 +51,7 @@ class VerdictAudit:
     files: pd.DataFrame  # per input file: rows read, rejected (why), unparseable
     notes: list[str]
     comparison: pd.DataFrame = field(default_factory=pd.DataFrame)  # judge vs judge on the same pairs
+    strategies: pd.DataFrame = field(default_factory=pd.DataFrame)  # each judge's strategies vs its base
     attack_pairs: pd.DataFrame = field(default_factory=pd.DataFrame)  # a live judge's attacked pairs
     attacks: pd.DataFrame = field(default_factory=pd.DataFrame)  # their flip and fooled rates
 
@@ -95,7 +97,8 @@ def audit_verdicts(table: pd.DataFrame, settings: VerdictAuditSettings, *,
                    files: pd.DataFrame | None = None, notes: list[str] | None = None,
                    steps: Steps | None = None) -> VerdictAudit:
     """Every audit the judgment table's inputs allow; ``steps``: the report card, the
-    published figures, the judges compared, then the PU audit's encoder batches and groups."""
+    published figures, the judges and their strategies compared, then the PU audit's encoder
+    batches and groups."""
     notes = list(notes or [])
     plan(steps, 3)
     card = report_card(table, settings.bootstrap) if len(table) else pd.DataFrame()
@@ -103,6 +106,8 @@ def audit_verdicts(table: pd.DataFrame, settings: VerdictAuditSettings, *,
     reproduction = reproduce_published(table) if len(table) else pd.DataFrame()
     done(steps)
     comparison = compare_headline(table, card, settings.bootstrap)
+    strategies = (compare_strategies(table, settings.bootstrap, settings.base_strategy) if len(table)
+                  else pd.DataFrame())
     done(steps)
     pu = pd.DataFrame()
     labelled = table[table["label"].isin(["1", "2"])] if len(table) else table
@@ -111,7 +116,7 @@ def audit_verdicts(table: pd.DataFrame, settings: VerdictAuditSettings, *,
                                   embed or make_embedder(settings, steps), settings.pu, settings.bootstrap,
                                   folds=settings.pu_folds, steps=steps)
     return VerdictAudit(table, card, reproduction, pu, files if files is not None else pd.DataFrame(), notes,
-                        comparison)
+                        comparison, strategies=strategies)
 
 
 def compare_headline(table: pd.DataFrame, card: pd.DataFrame, settings: BootstrapSettings) -> pd.DataFrame:
@@ -218,6 +223,9 @@ def summary(result: VerdictAudit) -> dict:
     pu = result.pu[result.pu["qtype"] == "all"] if len(result.pu) else result.pu
     compared = {s: {"judge_pairs": int(len(g)), "differ": int(g["significant"].sum())}
                 for s, g in result.comparison.groupby("source")} if len(result.comparison) else {}
+    against_base = {s: {"strategies": int(len(g)), "help": int((g.significant & (g.difference > 0)).sum()),
+                        "hurt": int((g.significant & (g.difference < 0)).sum())}
+                    for s, g in result.strategies.groupby("source")} if len(result.strategies) else {}
     return {"rows": int(len(result.judgments)),
             "sources": sorted(result.judgments["source"].unique().tolist()) if len(result.judgments) else [],
             "judges": int(result.judgments[["source", "judge", "strategy"]].drop_duplicates().shape[0])
@@ -225,7 +233,7 @@ def summary(result: VerdictAudit) -> dict:
             "published_figures": reproduced,
             "pu_recommendations": pu[["source", "judge", "strategy", "cons_orig", "cons_adj", "check_gain",
                                       "recommendation"]].to_dict("records") if len(pu) else [],
-            "judge_comparisons": compared,
+            "judge_comparisons": compared, "strategy_comparisons": against_base,
             "headline": headline(result.card, result.reproduction).to_dict("records"), "notes": result.notes}
 
 
@@ -240,11 +248,12 @@ def write_audit(result: VerdictAudit, out: Path, quarantine: Path) -> dict[str, 
     if len(result.judgments):
         validate_table(result.judgments, "judgment_table", str(out / "judgments.parquet"), quarantine_dir=quarantine)
         validate_table(result.card, "judge_quality", str(out / "judge_quality.parquet"), quarantine_dir=quarantine)
-    if len(result.comparison):
-        validate_table(result.comparison, "judge_comparison", str(out / "judge_comparison.parquet"),
-                       quarantine_dir=quarantine)
+    for name, frame in (("judge_comparison", result.comparison), ("strategy_comparison", result.strategies)):
+        if len(frame):
+            validate_table(frame, name, str(out / f"{name}.parquet"), quarantine_dir=quarantine)
     for name, frame in (("judgments", result.judgments), ("judge_quality", result.card),
                         ("reproduction", result.reproduction), ("judge_comparison", result.comparison),
+                        ("strategy_comparison", result.strategies),
                         ("pu_consistency", result.pu), ("files_read", result.files)):
         paths[name] = write_table(frame, out / f"{name}.parquet")
     if len(result.attack_pairs):  # judge-benchmark --attacks only
@@ -254,7 +263,7 @@ def write_audit(result: VerdictAudit, out: Path, quarantine: Path) -> dict[str, 
     paths["summary"] = write_json(info, out / "summary.json")
     paths["report"] = write_judge_report(result.card, result.reproduction, result.pu,
                                          pd.DataFrame(info["headline"]), result.notes, out, result.attacks,
-                                         result.comparison)
+                                         result.comparison, result.strategies)
     return paths
 
 

@@ -164,6 +164,20 @@ def comparison_table(comparison: pd.DataFrame) -> pd.DataFrame:
         "verdict": ["A more accurate" if s else "no difference shown" for s in c.significant]})
 
 
+def _diff_grid(ax: plt.Axes, diff: np.ndarray, star: np.ndarray, rows: list[str], cols: list[str],
+               top: float) -> matplotlib.image.AxesImage:
+    """Differences in points on a red-blue scale of +-``top``, each cell written, starred where
+    ``star``; a nan cell stays blank."""
+    image = ax.imshow(diff, cmap="RdBu", vmin=-top, vmax=top)
+    for (i, j), v in np.ndenumerate(diff):
+        if not np.isnan(v):
+            ax.text(j, i, ("0" if abs(v) < 0.5 else f"{v:+.0f}") + ("*" if star[i, j] else ""), ha="center",
+                    va="center", fontsize=7, color="white" if abs(v) > 0.6 * top else "black")
+    ax.set_xticks(range(len(cols)), cols, rotation=40, ha="right", fontsize=7)
+    ax.set_yticks(range(len(rows)), rows, fontsize=7)
+    return image
+
+
 def plot_comparisons(comparison: pd.DataFrame, path: Path) -> Path | None:
     """Per source, a judge x judge grid: the row judge's accuracy minus the column judge's on the
     pairs both judged, in points, starred where the Holm-adjusted test says they differ."""
@@ -184,13 +198,7 @@ def plot_comparisons(comparison: pd.DataFrame, path: Path) -> Path | None:
             i, j = at[r.judge_a], at[r.judge_b]
             diff[i, j], diff[j, i] = 100 * r.difference, -100 * r.difference
             star[i, j] = star[j, i] = r.significant
-        image = ax.imshow(diff, cmap="RdBu", vmin=-top, vmax=top)
-        for (i, j), v in np.ndenumerate(diff):
-            if not np.isnan(v):
-                ax.text(j, i, ("0" if abs(v) < 0.5 else f"{v:+.0f}") + ("*" if star[i, j] else ""), ha="center",
-                        va="center", fontsize=7, color="white" if abs(v) > 0.6 * top else "black")
-        ax.set_xticks(range(len(names)), names, rotation=40, ha="right", fontsize=7)
-        ax.set_yticks(range(len(names)), names, fontsize=7)
+        image = _diff_grid(ax, diff, star, names, names, top)
         ax.set_title(source, fontsize=10)
     alpha = 1 - comparison.confidence.iloc[0]
     fig.suptitle("Judge against judge on the same pairs: the row judge's accuracy\nminus the column judge's, "
@@ -213,7 +221,55 @@ def comparison_section(comparison: pd.DataFrame | None, out_dir: Path) -> str:
             "pairs of judges. Read this, not the first screen's CIs, to choose between two judges: CIs that overlap "
             "do not show two judges equal, and both judged the same pairs. Per pair of judges in "
             "judge_comparison.parquet.</p>"
-            f"<img src='{png.name}' alt='judge against judge, accuracy difference'>" + _fmt(comparison_table(comparison)))
+            f"<img src='{png.name}' alt='judge against judge, accuracy difference'>"
+            + _fmt(comparison_table(comparison)))
+
+
+def plot_strategies(strategies: pd.DataFrame, path: Path) -> Path:
+    """Per source, a judge x strategy grid: the strategy's accuracy minus the base strategy's, in
+    points, starred where the Holm-adjusted test says they differ."""
+    sources = sorted(strategies.source.unique())
+    width, height = 0.6 * strategies.strategy.nunique() + 4, 0.55 * strategies.judge.nunique() * len(sources) + 2.5
+    fig, axes = plt.subplots(len(sources), 1, squeeze=False, layout="constrained", figsize=(width, height))
+    top = max(100 * strategies.difference.abs().max(), 1.0)
+    for ax, source in zip(axes[:, 0], sources):
+        g = strategies[strategies.source == source]
+        judges = list(g.groupby("judge").accuracy_base.first().sort_values(ascending=False).index)
+        names = list(g.groupby("strategy").difference.mean().sort_values(ascending=False).index)
+        diff = g.pivot(index="judge", columns="strategy", values="difference").reindex(index=judges, columns=names)
+        star = g.pivot(index="judge", columns="strategy", values="significant").reindex(index=judges, columns=names)
+        image = _diff_grid(ax, 100 * diff.to_numpy(float), star.fillna(False).to_numpy(bool), judges, names, top)
+        ax.set_title(f"{source}: each strategy minus {g.base.iloc[0]}", fontsize=10)
+    fig.suptitle(f"Does a strategy help its judge? Accuracy points on the same pairs; * Holm-adjusted p < "
+                 f"{1 - strategies.confidence.iloc[0]:.2g}", fontsize=10)
+    fig.colorbar(image, ax=list(axes[:, 0]), shrink=0.6, label="points")
+    fig.savefig(path, dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def strategies_section(strategies: pd.DataFrame | None, out_dir: Path) -> str:
+    """Each judge's strategies against its base strategy: the grid plot and the table behind it."""
+    if strategies is None or strategies.empty:
+        return ""
+    png = plot_strategies(strategies, out_dir / "judges_strategies.png")
+    s = strategies
+    table = pd.DataFrame({
+        "source": s.source, "judge": s.judge, "strategy": s.strategy, "against": s.base, "n pairs": s.n.astype("Int64"),
+        "accuracy": [f"{a:.1%} vs {b:.1%}" for a, b in zip(s.accuracy, s.accuracy_base)],
+        f"difference, points [{s.confidence.iloc[0]:.0%} CI]": [
+            f"{_pct(d)} [{_pct(lo)}, {_pct(hi)}]" for d, lo, hi in zip(s.difference, s.ci_low, s.ci_high)],
+        "pairs better / worse": [f"{a} / {b}" for a, b in zip(s.better, s.worse)],
+        "p (Holm)": [f"{p:.2g}" for p in s.p_holm],
+        "verdict": ["no difference shown" if not sig else "helps" if d > 0 else "hurts"
+                    for sig, d in zip(s.significant, s.difference)]})
+    return ("<h2>Does a strategy help its judge? Each strategy against the base, on the same pairs</h2><p>Per judge, "
+            "each prompting strategy the benchmark recorded against its base strategy, on the labelled pairs both "
+            "cover: the accuracy difference with a paired bootstrap CI and the exact paired permutation test, "
+            "Holm-adjusted over the judge's strategies. Per strategy in strategy_comparison.parquet.</p>"
+            f"<img src='{png.name}' alt='each strategy against the base strategy'>"
+            + _fmt(table[table.verdict != "no difference shown"]) + "<p><small>Only the strategies whose difference "
+            "the test shows are listed; strategy_comparison.parquet has them all.</small></p>")
 
 
 def reproduction_table(reproduction: pd.DataFrame) -> pd.DataFrame:
@@ -251,7 +307,7 @@ def card_grid(card: pd.DataFrame) -> pd.DataFrame:
 
 def leaderboard_section(card: pd.DataFrame, reproduction: pd.DataFrame, pu: pd.DataFrame,
                         headline: pd.DataFrame, notes: list[str], out_dir: Path,
-                        comparison: pd.DataFrame | None = None) -> str:
+                        comparison: pd.DataFrame | None = None, strategies: pd.DataFrame | None = None) -> str:
     """The judge leaderboard's HTML (plots written into ``out_dir``)."""
     parts = ["<h2>Read this first: the judges</h2>", first_screen(headline)]
     if notes:
@@ -262,7 +318,7 @@ def leaderboard_section(card: pd.DataFrame, reproduction: pd.DataFrame, pu: pd.D
         for png, alt in ((scatter, "accuracy against positional agreement"), (bars, "accuracy per subset")):
             if png is not None:
                 parts.append(f"<img src='{png.name}' alt='{alt}'>")
-    parts.append(comparison_section(comparison, out_dir))
+    parts += [comparison_section(comparison, out_dir), strategies_section(strategies, out_dir)]
     if not reproduction.empty:
         parts += ["<h2>The benchmarks' own published figures, recomputed</h2>", _fmt(reproduction_table(reproduction))]
     if not pu.empty:
@@ -315,12 +371,12 @@ def attacks_section(attacks: pd.DataFrame, out_dir: Path) -> str:
 
 def write_judge_report(card: pd.DataFrame, reproduction: pd.DataFrame, pu: pd.DataFrame, headline: pd.DataFrame,
                        notes: list[str], out_dir: Path, attacks: pd.DataFrame | None = None,
-                       comparison: pd.DataFrame | None = None) -> Path:
+                       comparison: pd.DataFrame | None = None, strategies: pd.DataFrame | None = None) -> Path:
     """A standalone report.html for ``judgeaudit audit-verdicts`` and ``judge-benchmark``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     body = (f"<!doctype html><html><head><meta charset='utf-8'><title>judgeaudit: judge report card</title>"
             f"<style>{STYLE}</style></head><body><h1>Judge report card</h1>"
-            + leaderboard_section(card, reproduction, pu, headline, notes, out_dir, comparison)
+            + leaderboard_section(card, reproduction, pu, headline, notes, out_dir, comparison, strategies)
             + attacks_section(attacks if attacks is not None else pd.DataFrame(), out_dir) + "</body></html>")
     path = out_dir / "report.html"
     path.write_text(body)

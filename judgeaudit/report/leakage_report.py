@@ -503,7 +503,7 @@ def write_report(wr: pd.DataFrame, pls: pd.DataFrame, summary: dict, responses: 
                  score_range: dict | None = None, judges: dict | None = None,
                  leaderboard: dict | None = None, studies: dict | None = None) -> dict[str, Path]:
     """Write report.html, report.json and the plots into ``out_dir``. ``judges``: the real
-    judges' leaderboard (card, reproduction, pu, headline, notes, comparison), shown first."""
+    judges' leaderboard (card, reproduction, pu, headline, notes, comparison, strategies), shown first."""
     out_dir.mkdir(parents=True, exist_ok=True)
     made_on = machine()
     judges_html = ""
@@ -511,7 +511,8 @@ def write_report(wr: pd.DataFrame, pls: pd.DataFrame, summary: dict, responses: 
         from judgeaudit.report.judge_report import leaderboard_section
 
         judges_html = leaderboard_section(judges["card"], judges["reproduction"], judges["pu"],
-                                          judges["headline"], judges["notes"], out_dir, judges.get("comparison"))
+                                          judges["headline"], judges["notes"], out_dir, judges.get("comparison"),
+                                          judges.get("strategies"))
     leaderboard_html = ""
     if leaderboard is not None:
         from judgeaudit.report.leaderboard_report import leaderboard_section
@@ -560,7 +561,8 @@ torch {made_on['packages']['torch']}: the tables are bitwise reproducible on one
                "prefix": {"summary": prefix["summary"], "matrices": prefix["matrices"].to_dict("records")}
                if prefix else {},
                "real_judges": {"headline": judges["headline"].to_dict("records"), "notes": judges["notes"],
-                               "comparison": judges.get("comparison", pd.DataFrame()).to_dict("records")}
+                               "comparison": judges.get("comparison", pd.DataFrame()).to_dict("records"),
+                               "strategies": judges.get("strategies", pd.DataFrame()).to_dict("records")}
                if judges else {},
                "score_range": {"summary": score_range["summary"],
                                "correlations": score_range["correlations"].to_dict("records")}

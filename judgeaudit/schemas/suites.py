@@ -219,6 +219,24 @@ def judge_comparison_suite() -> list:
     ]
 
 
+def strategy_comparison_suite() -> list:
+    """Each judge's strategy against its base on the same pairs: the signed difference inside
+    its CI, p-values in [0, 1] with Holm's never below the raw one."""
+    return [
+        *_columns(["source", "judge", "strategy", "base", "n", "accuracy", "accuracy_base", "difference", "ci_low",
+                   "ci_high", "better", "worse", "p_value", "p_holm", "significant"]),
+        gxe.ExpectTableRowCountToBeBetween(min_value=1),
+        gxe.ExpectColumnValuesToBeBetween(column="difference", min_value=-1, max_value=1),
+        *[gxe.ExpectColumnValuesToBeBetween(column=c, min_value=0, max_value=1)
+          for c in ("accuracy", "accuracy_base", "p_value", "p_holm")],
+        gxe.ExpectColumnValuesToBeBetween(column="n", min_value=2),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="ci_high", column_B="difference", or_equal=True),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="difference", column_B="ci_low", or_equal=True),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="p_holm", column_B="p_value", or_equal=True),
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["source", "judge", "strategy"]),
+    ]
+
+
 def leaderboard_win_rates_suite() -> list:
     """One row per leaderboard model: rates in percent, Bradley-Terry score inside its CI."""
     return [
@@ -240,7 +258,7 @@ SUITES = {"prompts": prompts_suite, "synthetic": synthetic_suite, "responses": r
           "prefix_matrices": prefix_matrices_suite, "score_range_scores": score_range_scores_suite,
           "score_correlations": correlations_suite, "controlled_win_rates": controlled_win_rates_suite,
           "judgment_table": judgment_table_suite, "judge_quality": judge_quality_suite,
-          "judge_comparison": judge_comparison_suite,
+          "judge_comparison": judge_comparison_suite, "strategy_comparison": strategy_comparison_suite,
           "leaderboard_win_rates": leaderboard_win_rates_suite}
 
 
