@@ -178,6 +178,15 @@ def _diff_grid(ax: plt.Axes, diff: np.ndarray, star: np.ndarray, rows: list[str]
     return image
 
 
+def _save_grids(fig: plt.Figure, image: matplotlib.image.AxesImage, path: Path, title: str, shrink: float) -> Path:
+    """Title the grids, give them one colour bar in points, write the figure to ``path``."""
+    fig.suptitle(title, fontsize=10)
+    fig.colorbar(image, ax=fig.axes, shrink=shrink, label="points")
+    fig.savefig(path, dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
 def plot_comparisons(comparison: pd.DataFrame, path: Path) -> Path | None:
     """Per source, a judge x judge grid: the row judge's accuracy minus the column judge's on the
     pairs both judged, in points, starred where the Holm-adjusted test says they differ."""
@@ -201,12 +210,8 @@ def plot_comparisons(comparison: pd.DataFrame, path: Path) -> Path | None:
         image = _diff_grid(ax, diff, star, names, names, top)
         ax.set_title(source, fontsize=10)
     alpha = 1 - comparison.confidence.iloc[0]
-    fig.suptitle("Judge against judge on the same pairs: the row judge's accuracy\nminus the column judge's, "
-                 f"in points; * Holm-adjusted p < {alpha:.2g}", fontsize=10)
-    fig.colorbar(image, ax=list(axes[:, 0]), shrink=0.5, label="points")
-    fig.savefig(path, dpi=90, bbox_inches="tight")
-    plt.close(fig)
-    return path
+    return _save_grids(fig, image, path, "Judge against judge on the same pairs: the row judge's accuracy\nminus "
+                       f"the column judge's, in points; * Holm-adjusted p < {alpha:.2g}", shrink=0.5)
 
 
 def comparison_section(comparison: pd.DataFrame | None, out_dir: Path) -> str:
@@ -240,12 +245,8 @@ def plot_strategies(strategies: pd.DataFrame, path: Path) -> Path:
         star = g.pivot(index="judge", columns="strategy", values="significant").reindex(index=judges, columns=names)
         image = _diff_grid(ax, 100 * diff.to_numpy(float), star.fillna(False).to_numpy(bool), judges, names, top)
         ax.set_title(f"{source}: each strategy minus {g.base.iloc[0]}", fontsize=10)
-    fig.suptitle(f"Does a strategy help its judge? Accuracy points on the same pairs; * Holm-adjusted p < "
-                 f"{1 - strategies.confidence.iloc[0]:.2g}", fontsize=10)
-    fig.colorbar(image, ax=list(axes[:, 0]), shrink=0.6, label="points")
-    fig.savefig(path, dpi=90, bbox_inches="tight")
-    plt.close(fig)
-    return path
+    return _save_grids(fig, image, path, "Does a strategy help its judge? Accuracy points on the same pairs; "
+                       f"* Holm-adjusted p < {1 - strategies.confidence.iloc[0]:.2g}", shrink=0.6)
 
 
 def strategies_section(strategies: pd.DataFrame | None, out_dir: Path) -> str:
