@@ -128,11 +128,10 @@ def _verdict_settings(args: argparse.Namespace):
     from judgeaudit.pipeline.real_judges import VerdictAuditSettings
 
     strategies = {args.source: args.pu_strategies.split(",")} if args.pu_strategies else {}
-    base = {args.source: args.base_strategy} if args.base_strategy else {}
     return VerdictAuditSettings(bootstrap=BootstrapSettings(args.n_boot, args.confidence, args.seed),
                                 pu=None if args.no_pu else PUConfig(seed=args.seed), pu_strategies=strategies,
                                 encoder=args.encoder, cache_dir=Path(args.cache_dir) if args.cache_dir else None,
-                                **({"base_strategy": base} if base else {}))
+                                base_strategy={args.source: args.base_strategy} if args.base_strategy else None)
 
 
 def _audit_and_write(table, files, notes: list[str], args: argparse.Namespace,

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from judgeaudit.audits.judge_comparison import COLUMNS as COMPARISON_COLUMNS
-from judgeaudit.audits.judge_comparison import BASE_STRATEGY, compare_judges, compare_strategies
+from judgeaudit.audits.judge_comparison import compare_judges, compare_strategies
 from judgeaudit.audits.judge_quality import report_card
 from judgeaudit.audits.pu_audit import PUConfig
 from judgeaudit.audits.pu_verdicts import pu_audit_verdicts
@@ -39,7 +39,7 @@ class VerdictAuditSettings:
     encoder: str = DEFAULT_ENCODER
     max_length: int = 128
     cache_dir: Path | None = None  # embeddings kept here between runs (None: not kept)
-    base_strategy: dict[str, str] = field(default_factory=lambda: dict(BASE_STRATEGY))  # per source
+    base_strategy: dict[str, str] | None = None  # per source; None: judge_comparison.BASE_STRATEGY
 
 
 @dataclass
