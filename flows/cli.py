@@ -170,14 +170,23 @@ def _audit_and_write(table, files, notes: list[str], args: argparse.Namespace,
     live = getattr(args, "judge", None)  # judge-benchmark: the live judge against each recorded one
     for r in result.comparison.itertuples() if live else ():
         if live in (r.judge_a, r.judge_b):
-            print(f"{r.judge_a} more accurate than {r.judge_b} by {r.difference:+.3f} [{r.ci_low:+.3f}, "
-                  f"{r.ci_high:+.3f}] (n={r.n}, Holm p={r.p_holm:.2g}"
-                  + ("" if r.significant else ", no difference shown") + ")")
+            _print_comparison(r)
+    for jury in info["juries"]:
+        print(f"{jury['source']}: {jury['jury']} (majority of {len(jury['members'])} judges) accuracy "
+              f"{jury['estimate']:.3f} [{jury['ci_low']:.3f}, {jury['ci_high']:.3f}] (n={jury['n']}), juries.parquet")
+    for r in result.jury_comparison.itertuples():
+        _print_comparison(r)
     for r in result.attacks[result.attacks.subset == "all"].itertuples() if len(result.attacks) else ():
         print(f"{r.judge} under the {r.attack} attack: {r.metric} {r.estimate:.3f} "
               f"[{r.ci_low:.3f}, {r.ci_high:.3f}] (n={r.n})")
     print(f"judgeaudit: judge report card in {paths['report']}")
     return 0
+
+
+def _print_comparison(r) -> None:
+    """One row of a judge comparison table, in words."""
+    print(f"{r.judge_a} more accurate than {r.judge_b} by {r.difference:+.3f} [{r.ci_low:+.3f}, {r.ci_high:+.3f}] "
+          f"(n={r.n}, Holm p={r.p_holm:.2g}" + ("" if r.significant else ", no difference shown") + ")")
 
 
 def _audit_verdicts(args: argparse.Namespace) -> int:

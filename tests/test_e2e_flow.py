@@ -149,6 +149,7 @@ def test_full_audit_flow(tiny_audit):
     strategies = pd.read_parquet(first / "real_judges/strategy_comparison.parquet")  # JudgeA: Swap vs Vanilla
     assert len(strategies) == len(report["real_judges"]["strategies"]) > 0 and set(strategies.base) == {"Vanilla"}
     assert "Which judge is more accurate?" in html
+    assert report["real_judges"]["juries"] == [] and "Can a jury" not in html  # no sample has three judges
     board = pd.read_parquet(first / "leaderboard/win_rates.parquet")
     assert board.loc[board.flagged, "model"].tolist() == ["NullModel"] and "Leaderboard:" in html
 

@@ -339,5 +339,13 @@ def test_judge_benchmark_command(tiny_lm, tmp_path):
     compared = pd.read_parquet(out / "judge_comparison.parquet")  # the live judge against each recorded one
     assert {"JudgeA", "JudgeB"} <= {j for r in compared.itertuples() if "tiny-judge" in (r.judge_a, r.judge_b)
                                     for j in (r.judge_a, r.judge_b)}
+    juries = {j["jury"]: j["members"] for j in json.loads((out / "summary.json").read_text())["juries"]}
+    assert sorted(juries.pop("jury: all 3")) == ["JudgeA", "JudgeB", "tiny-judge"]  # and all but the best:
+    [(name, members)] = juries.items()
+    assert len(members) == 2 and name == "jury: all but " + ({"JudgeA", "JudgeB", "tiny-judge"} - set(members)).pop()
+    assert set(pd.read_parquet(out / "juries.parquet").judge) == {"jury: all 3", name}
+    assert set(pd.read_parquet(out / "jury_verdicts.parquet").strategy) == {"majority"}
+    assert len(pd.read_parquet(out / "jury_comparison.parquet")) >= 2
+    assert "Can a jury replace the best judge?" in (out / "report.html").read_text()
     assert main(["judge-benchmark", "--judge", "nobody", "--params", str(path), "--source", "llmbar",
                  "--path", str(DATA / "llmbar"), "--out", str(out)]) == 2

@@ -180,3 +180,23 @@ def test_real_judges_stage_on_every_source(tmp_path):
     assert no_rules.significant and no_rules.difference < -0.07
     assert not strategies.loc[("GPT-4", "Metrics_Reference")].significant  # its best: +2.7 points, Holm p 0.08
     assert "Does a strategy help its judge?" in report and (tmp_path / "judges_strategies.png").stat().st_size > 1000
+    # juries: the majority of LLMBar's judges is far below GPT-4 and keeps the first-position bias three
+    # of its members share; JudgeBench's five reward models voting stay below o1-mini
+    juries = pd.read_parquet(tmp_path / "juries.parquet")
+    juries = juries[juries.subset == "all"].set_index(["source", "judge", "metric"])
+    assert juries.loc[("llmbar", "jury: all but GPT-4", "position_bias")].ci_low > 0.15
+    assert juries.loc[("llmbar", "jury: all 6", "accuracy")].n == 419
+    verdicts = pd.read_parquet(tmp_path / "jury_verdicts.parquet")
+    assert len(verdicts[(verdicts.source == "llmbar") & (verdicts.judge == "jury: all 6")]) == 838  # both orders
+    jury = pd.read_parquet(tmp_path / "jury_comparison.parquet").set_index(["source", "judge_a", "judge_b"])
+    assert len(jury) == 6 and {s: len(j["members"]) for s, j in
+                               ((j["source"] + "/" + j["jury"], j) for j in info["juries"])} == {
+        "llmbar/jury: all 6": 6, "llmbar/jury: all but GPT-4": 5, "judgebench/jury: all 6": 6,
+        "judgebench/jury: all but o1-mini-2024-09-12": 5}
+    for rest in ("jury: all 6", "jury: all but GPT-4"):
+        assert jury.loc[("llmbar", "GPT-4", rest)].significant and jury.loc[("llmbar", "GPT-4", rest)].ci_low > 0.25
+    assert jury.loc[("llmbar", "PaLM2", "jury: all but GPT-4")].significant  # its best member alone beats it
+    assert jury.loc[("judgebench", "o1-mini-2024-09-12", "jury: all but o1-mini-2024-09-12")].significant
+    rm = jury.loc[("judgebench", "Skywork_Skywork-Reward-Gemma-2-27B", "jury: all but o1-mini-2024-09-12")]
+    assert not rm.significant  # voting does not beat the best reward model; nor is it shown worse
+    assert "Can a jury replace the best judge?" in report and (tmp_path / "judges_juries.png").stat().st_size > 1000

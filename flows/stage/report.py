@@ -50,6 +50,9 @@ def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
                   if info.get("judge_comparisons") else pd.DataFrame(),
                   "strategies": read(judges_dir / "strategy_comparison.parquet", "strategy_comparison", layout)
                   if info.get("strategy_comparisons") else pd.DataFrame(),
+                  "juries": {"card": read(judges_dir / "juries.parquet", "judge_quality", layout),
+                             "comparison": read(judges_dir / "jury_comparison.parquet", "judge_comparison", layout),
+                             "summary": info["juries"]} if info.get("juries") else None,
                   "headline": pd.DataFrame(info["headline"]), "notes": info["notes"]}
     lb_dir = layout.root / "leaderboard"
     lb_info = json.loads((lb_dir / "summary.json").read_text()) if (lb_dir / "summary.json").exists() else {}

@@ -104,20 +104,26 @@ def compare_judges(table: pd.DataFrame, settings: BootstrapSettings,
     for source, grp in scores.groupby("source", sort=True):
         wide = grp.pivot_table(index=["subset", "item_id"], columns=["judge", "strategy"], values="score")
         means = wide.mean().sort_values(ascending=False, kind="stable")  # A: the more accurate
-        found = []
-        for a, b in combinations(means.index, 2):
-            both = wide[[a, b]].dropna()
-            if len(both) < 2:
-                continue
-            if both[b].mean() > both[a].mean():  # more accurate on the items they share
-                a, b = b, a
-            found.append({"source": source, "judge_a": a[0], "strategy_a": a[1], "judge_b": b[0],
-                          "strategy_b": b[1], **_compare(both[a], both[b], settings)})
-        rows += _adjusted(found, settings)
+        found = [r for a, b in combinations(means.index, 2) if (r := compare_pair(wide, a, b, source, settings))]
+        rows += adjusted(found, settings)
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def _adjusted(found: list[dict], settings: BootstrapSettings) -> list[dict]:
+def compare_pair(wide: pd.DataFrame, a: tuple[str, str], b: tuple[str, str], source: str,
+                 settings: BootstrapSettings) -> dict | None:
+    """One ``COLUMNS`` row (without Holm's) for the (judge, strategy) columns ``a`` and ``b`` of a
+    source's item x judge score table, on the items both scored, A the more accurate there;
+    None where they share fewer than two items."""
+    both = wide[[a, b]].dropna()
+    if len(both) < 2:
+        return None
+    if both[b].mean() > both[a].mean():
+        a, b = b, a
+    return {"source": source, "judge_a": a[0], "strategy_a": a[1], "judge_b": b[0], "strategy_b": b[1],
+            **_compare(both[a], both[b], settings)}
+
+
+def adjusted(found: list[dict], settings: BootstrapSettings) -> list[dict]:
     """One family's comparisons with Holm's p-values and the verdict at ``1 - confidence``."""
     for r, p in zip(found, holm(np.array([r["p_value"] for r in found]))):
         r |= {"p_holm": float(p), "significant": bool(p < 1 - settings.confidence), "confidence": settings.confidence}
@@ -146,5 +152,5 @@ def compare_strategies(table: pd.DataFrame, settings: BootstrapSettings,
                           "accuracy": r["accuracy_a"], "accuracy_base": r["accuracy_b"],
                           "difference": r["difference"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
                           "better": r["a_better"], "worse": r["b_better"], "p_value": r["p_value"]})
-        rows += _adjusted(found, settings)
+        rows += adjusted(found, settings)
     return pd.DataFrame(rows, columns=STRATEGY_COLUMNS)

@@ -166,6 +166,11 @@ def _rows(key: dict, estimates: dict, counts: dict) -> list[dict]:
              "n": counts.get(m, e.n)} for m, e in estimates.items()]
 
 
+def pooled(card: pd.DataFrame) -> pd.DataFrame:
+    """The card's figures pooled over subsets: subset "all", or a source's one subset."""
+    return card[(card["subset"] == ALL) | ~card["source"].isin(card.loc[card["subset"] == ALL, "source"])]
+
+
 def _with_all(items: pd.DataFrame) -> pd.DataFrame:
     """The items again under subset "all" for sources with several subsets (pooled)."""
     multi = items.groupby("source")["subset"].transform("nunique") > 1

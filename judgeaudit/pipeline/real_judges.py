@@ -15,7 +15,8 @@ import pandas as pd
 
 from judgeaudit.audits.judge_comparison import COLUMNS as COMPARISON_COLUMNS
 from judgeaudit.audits.judge_comparison import compare_judges, compare_strategies
-from judgeaudit.audits.judge_quality import report_card
+from judgeaudit.audits.judge_quality import pooled, report_card
+from judgeaudit.audits.juries import compare_juries, juries, jury_card
 from judgeaudit.audits.pu_audit import PUConfig
 from judgeaudit.audits.pu_verdicts import pu_audit_verdicts
 from judgeaudit.audits.reproduction import reproduce_published
@@ -52,6 +53,10 @@ class VerdictAudit:
     notes: list[str]
     comparison: pd.DataFrame = field(default_factory=pd.DataFrame)  # judge vs judge on the same pairs
     strategies: pd.DataFrame = field(default_factory=pd.DataFrame)  # each judge's strategies vs its base
+    juries: pd.DataFrame = field(default_factory=pd.DataFrame)  # majority votes of the judges: their report card
+    jury_verdicts: pd.DataFrame = field(default_factory=pd.DataFrame)  # their verdicts (judgment table)
+    jury_comparison: pd.DataFrame = field(default_factory=pd.DataFrame)  # each jury vs the best judge, best member
+    jury_members: dict[tuple[str, str], list[str]] = field(default_factory=dict)  # (source, jury): its judges
     attack_pairs: pd.DataFrame = field(default_factory=pd.DataFrame)  # a live judge's attacked pairs
     attacks: pd.DataFrame = field(default_factory=pd.DataFrame)  # their flip and fooled rates
 
@@ -105,9 +110,12 @@ def audit_verdicts(table: pd.DataFrame, settings: VerdictAuditSettings, *,
     done(steps)
     reproduction = reproduce_published(table) if len(table) else pd.DataFrame()
     done(steps)
-    comparison = compare_headline(table, card, settings.bootstrap)
+    chosen = headline(card).rename(columns={"best_strategy": "strategy"})
+    comparison = (compare_judges(table, settings.bootstrap, chosen) if len(chosen)
+                  else pd.DataFrame(columns=COMPARISON_COLUMNS))
     strategies = (compare_strategies(table, settings.bootstrap, settings.base_strategy) if len(table)
                   else pd.DataFrame())
+    jury = _juries(table, chosen, settings.bootstrap)
     done(steps)
     pu = pd.DataFrame()
     labelled = table[table["label"].isin(["1", "2"])] if len(table) else table
@@ -116,15 +124,18 @@ def audit_verdicts(table: pd.DataFrame, settings: VerdictAuditSettings, *,
                                   embed or make_embedder(settings, steps), settings.pu, settings.bootstrap,
                                   folds=settings.pu_folds, steps=steps)
     return VerdictAudit(table, card, reproduction, pu, files if files is not None else pd.DataFrame(), notes,
-                        comparison, strategies=strategies)
+                        comparison, strategies=strategies, **jury)
 
 
-def compare_headline(table: pd.DataFrame, card: pd.DataFrame, settings: BootstrapSettings) -> pd.DataFrame:
-    """Every two judges of a source compared on the same pairs, each in its headline strategy."""
-    chosen = headline(card)
+def _juries(table: pd.DataFrame, chosen: pd.DataFrame, settings: BootstrapSettings) -> dict:
+    """VerdictAudit's jury fields: the juries of each source's judges in their headline strategies."""
     if chosen.empty:
-        return pd.DataFrame(columns=COMPARISON_COLUMNS)
-    return compare_judges(table, settings, chosen.rename(columns={"best_strategy": "strategy"}))
+        return {}
+    verdicts, members = juries(table, chosen)
+    if verdicts.empty:
+        return {}
+    return {"juries": jury_card(verdicts, settings), "jury_verdicts": verdicts, "jury_members": members,
+            "jury_comparison": compare_juries(table, verdicts, members, chosen, settings)}
 
 
 def _published(*values: float) -> str:
@@ -170,10 +181,10 @@ def headline(card: pd.DataFrame, reproduction: pd.DataFrame | None = None) -> pd
     own = own_figures(reproduction if reproduction is not None else pd.DataFrame())
     if card.empty:
         return pd.DataFrame()
-    pooled = card[(card["subset"] == "all") | ~card["source"].isin(card.loc[card.subset == "all", "source"])]
-    wide = pooled.pivot_table(index=["source", "subset", "judge", "strategy"], columns="metric",
+    figures = pooled(card)
+    wide = figures.pivot_table(index=["source", "subset", "judge", "strategy"], columns="metric",
                               values=["estimate", "ci_low", "ci_high", "n"], aggfunc="first")
-    label_longer = pooled[pooled.judge == "label"].set_index(["source", "subset"])["estimate"]
+    label_longer = figures[figures.judge == "label"].set_index(["source", "subset"])["estimate"]
     rows = []
     judges = wide[wide[("estimate", "accuracy")].notna()] if ("estimate", "accuracy") in wide else wide.iloc[:0]
     for (source, judge), grp in judges.groupby(level=["source", "judge"], sort=True):
@@ -233,8 +244,27 @@ def summary(result: VerdictAudit) -> dict:
             "published_figures": reproduced,
             "pu_recommendations": pu[["source", "judge", "strategy", "cons_orig", "cons_adj", "check_gain",
                                       "recommendation"]].to_dict("records") if len(pu) else [],
-            "judge_comparisons": compared, "strategy_comparisons": against_base,
+            "judge_comparisons": compared, "strategy_comparisons": against_base, "juries": jury_summary(result),
             "headline": headline(result.card, result.reproduction).to_dict("records"), "notes": result.notes}
+
+
+def jury_summary(result: VerdictAudit) -> list[dict]:
+    """Per jury: its members, its pooled accuracy with CI and n, and its comparisons (``against``:
+    the judge, the jury's accuracy minus the judge's, Holm's p, whether they differ)."""
+    card = pooled(result.juries) if len(result.juries) else result.juries
+    accuracy = card[card.metric == "accuracy"].set_index(["source", "judge"]) if len(card) else card
+    cmp, out = result.jury_comparison, []
+    for (source, jury), members in result.jury_members.items():
+        row = {"source": source, "jury": jury, "members": members}
+        if (source, jury) in accuracy.index:
+            acc = accuracy.loc[(source, jury)]
+            row |= {k: float(acc[k]) for k in ("estimate", "ci_low", "ci_high")} | {"n": int(acc["n"])}
+        mine = cmp[(cmp.source == source) & ((cmp.judge_a == jury) | (cmp.judge_b == jury))]
+        row["against"] = [{"judge": r.judge_b if r.judge_a == jury else r.judge_a,
+                           "difference": float(r.difference if r.judge_a == jury else -r.difference),
+                           "p_holm": float(r.p_holm), "significant": bool(r.significant)} for r in mine.itertuples()]
+        out.append(row)
+    return out
 
 
 def write_audit(result: VerdictAudit, out: Path, quarantine: Path) -> dict[str, Path]:
@@ -248,12 +278,15 @@ def write_audit(result: VerdictAudit, out: Path, quarantine: Path) -> dict[str, 
     if len(result.judgments):
         validate_table(result.judgments, "judgment_table", str(out / "judgments.parquet"), quarantine_dir=quarantine)
         validate_table(result.card, "judge_quality", str(out / "judge_quality.parquet"), quarantine_dir=quarantine)
-    for name, frame in (("judge_comparison", result.comparison), ("strategy_comparison", result.strategies)):
+    checked = (("judge_comparison", result.comparison, "judge_comparison"),
+               ("strategy_comparison", result.strategies, "strategy_comparison"),
+               ("juries", result.juries, "judge_quality"), ("jury_verdicts", result.jury_verdicts, "judgment_table"),
+               ("jury_comparison", result.jury_comparison, "judge_comparison"))
+    for name, frame, suite in checked:
         if len(frame):
-            validate_table(frame, name, str(out / f"{name}.parquet"), quarantine_dir=quarantine)
+            validate_table(frame, suite, str(out / f"{name}.parquet"), quarantine_dir=quarantine)
     for name, frame in (("judgments", result.judgments), ("judge_quality", result.card),
-                        ("reproduction", result.reproduction), ("judge_comparison", result.comparison),
-                        ("strategy_comparison", result.strategies),
+                        ("reproduction", result.reproduction), *((n, f) for n, f, _ in checked),
                         ("pu_consistency", result.pu), ("files_read", result.files)):
         paths[name] = write_table(frame, out / f"{name}.parquet")
     if len(result.attack_pairs):  # judge-benchmark --attacks only
@@ -263,7 +296,9 @@ def write_audit(result: VerdictAudit, out: Path, quarantine: Path) -> dict[str, 
     paths["summary"] = write_json(info, out / "summary.json")
     paths["report"] = write_judge_report(result.card, result.reproduction, result.pu,
                                          pd.DataFrame(info["headline"]), result.notes, out, result.attacks,
-                                         result.comparison, result.strategies)
+                                         result.comparison, result.strategies,
+                                         {"card": result.juries, "comparison": result.jury_comparison,
+                                          "summary": info["juries"]})
     return paths
 
 

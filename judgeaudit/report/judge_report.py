@@ -14,6 +14,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from judgeaudit.audits.judge_quality import pooled  # noqa: E402
+
 STYLE = ("body{font-family:sans-serif;max-width:1150px;margin:2em auto;color:#222} "
          "table.t{border-collapse:collapse;font-size:12px} table.t td,table.t th{padding:3px 7px;"
          "border-bottom:1px solid #ddd;text-align:left} .ok{color:#17662a;font-weight:bold} "
@@ -75,9 +77,9 @@ def plot_accuracy_agreement(card: pd.DataFrame, path: Path) -> Path | None:
     as whiskers, a panel per source. Each judge has its own hollow marker, so judges on the same
     spot (reward models with equal accuracy, all agreeing with themselves) all show, and the
     legend sits below the panel, where it hides no point."""
-    pooled = card[card.metric.isin(["accuracy", "positional_agreement"]) & (card.judge != "label")]
-    pooled = pooled[(pooled.subset == "all") | ~pooled.source.isin(pooled.loc[pooled.subset == "all", "source"])]
-    wide = pooled.pivot_table(index=["source", "judge", "strategy"], columns="metric",
+    figures = pooled(card)
+    figures = figures[figures.metric.isin(["accuracy", "positional_agreement"]) & (figures.judge != "label")]
+    wide = figures.pivot_table(index=["source", "judge", "strategy"], columns="metric",
                               values=["estimate", "ci_low", "ci_high"])
     if ("estimate", "positional_agreement") not in wide:
         return None
@@ -230,6 +232,55 @@ def comparison_section(comparison: pd.DataFrame | None, out_dir: Path) -> str:
             + _fmt(comparison_table(comparison)))
 
 
+def plot_juries(card: pd.DataFrame, jury_card: pd.DataFrame, headline: pd.DataFrame, path: Path) -> Path:
+    """Per source, each judge (its headline strategy) and each jury: accuracy and position bias
+    with 95% CIs, juries in orange."""
+    chosen = headline[["source", "judge", "best_strategy"]].rename(columns={"best_strategy": "strategy"})
+    rows = pd.concat([pooled(card).merge(chosen), pooled(jury_card)], ignore_index=True)
+    metrics = {"accuracy": "accuracy", "position_bias": "position bias (first shown wins - 1/2)"}
+    sources = sorted(jury_card.source.unique())
+    sizes = [rows[rows.source == s].judge.nunique() for s in sources]
+    fig, axes = plt.subplots(len(sources), 2, figsize=(11, sum(0.32 * k + 1.3 for k in sizes)), squeeze=False,
+                             gridspec_kw={"height_ratios": sizes}, layout="constrained")
+    for row, source in zip(axes, sources):
+        g = rows[rows.source == source]
+        order = list(g[g.metric == "accuracy"].sort_values("estimate").judge)
+        for ax, (metric, title) in zip(row, metrics.items()):
+            m = g[g.metric == metric].set_index("judge").reindex(order)
+            colour = ["tab:orange" if j.startswith("jury") else "tab:blue" for j in order]
+            ax.barh(range(len(order)), m.estimate.fillna(0), color=colour,
+                    xerr=np.vstack([m.estimate - m.ci_low, m.ci_high - m.estimate]), capsize=2)
+            ax.set_yticks(range(len(order)), order, fontsize=7)
+            ax.axvline(0.5 if metric == "accuracy" else 0.0, color="grey", lw=0.8, ls=":")
+            ax.set_title(f"{source}: {title}", fontsize=9)
+    fig.suptitle("Juries (orange, majority vote) against their judges (blue), 95% CIs", fontsize=10)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def juries_section(juries: dict | None, card: pd.DataFrame, headline: pd.DataFrame, out_dir: Path) -> str:
+    """Can a jury replace the best judge? ``juries``: the juries' card, their comparisons and
+    the summary's records (members); the plot, the juries' card and the comparisons."""
+    if not juries or juries["card"].empty:
+        return ""
+    png = plot_juries(card, juries["card"], headline, out_dir / "judges_juries.png")
+    members = pd.DataFrame([{"source": r["source"], "judge": r["jury"], "members": ", ".join(r["members"])}
+                            for r in juries["summary"]])
+    table = card_grid(juries["card"]).merge(members, how="left").drop(columns=["strategy"])
+    return ("<h2>Can a jury replace the best judge? Majority votes of the judges</h2><p>Per benchmark with three "
+            "judges or more, each in its strategy of the first screen: a jury of all of them, and one of all but "
+            "the most accurate. On a pair in one order, a jury says what most of its members' decisive verdicts "
+            "say (a tie or an unparseable verdict abstains; equal votes: tie), on the pairs every member judged. "
+            "Each jury is compared, on the same pairs, with the most accurate judge it leaves out and with its own "
+            "most accurate member (does voting beat picking that member?), Holm-adjusted over the benchmark's jury "
+            "comparisons. Voting helps where members err independently; judges that fall for the same cue, or "
+            "share a position bias, vote for it together. Verdicts with their vote counts in jury_verdicts.parquet; "
+            "figures in juries.parquet and jury_comparison.parquet.</p>"
+            f"<img src='{png.name}' alt='juries against their judges'>" + _fmt(table)
+            + _fmt(comparison_table(juries["comparison"])))
+
+
 def plot_strategies(strategies: pd.DataFrame, path: Path) -> Path:
     """Per source, a judge x strategy grid: the strategy's accuracy minus the base strategy's, in
     points, starred where the Holm-adjusted test says they differ."""
@@ -294,13 +345,13 @@ GRID = ("accuracy", "positional_agreement", "position_bias", "kappa_label", "lon
 def card_grid(card: pd.DataFrame) -> pd.DataFrame:
     """The pooled report card, a row per (source, judge, strategy): each metric of ``GRID`` as
     "estimate [low, high]", and the number of pairs the accuracy rests on."""
-    pooled = card[(card.subset == "all") | ~card.source.isin(card.loc[card.subset == "all", "source"])]
-    pooled = pooled[pooled.metric.isin(GRID)]
-    cell = pooled.assign(cell=_cells(pooled))
+    figures = pooled(card)
+    figures = figures[figures.metric.isin(GRID)]
+    cell = figures.assign(cell=_cells(figures))
     keys = ["source", "judge", "strategy"]
     grid = cell.pivot_table(index=keys, columns="metric", values="cell", aggfunc="first")
     grid = grid.reindex(columns=[m for m in GRID if m in grid.columns]).fillna("")
-    n = pooled[pooled.metric == "accuracy"].groupby(keys)["n"].first().rename("n")
+    n = figures[figures.metric == "accuracy"].groupby(keys)["n"].first().rename("n")
     grid = grid.join(n).reset_index()
     grid.columns.name = None
     return grid.astype({"n": "Int64"})
@@ -308,8 +359,9 @@ def card_grid(card: pd.DataFrame) -> pd.DataFrame:
 
 def leaderboard_section(card: pd.DataFrame, reproduction: pd.DataFrame, pu: pd.DataFrame,
                         headline: pd.DataFrame, notes: list[str], out_dir: Path,
-                        comparison: pd.DataFrame | None = None, strategies: pd.DataFrame | None = None) -> str:
-    """The judge leaderboard's HTML (plots written into ``out_dir``)."""
+                        comparison: pd.DataFrame | None = None, strategies: pd.DataFrame | None = None,
+                        juries: dict | None = None) -> str:
+    """The judge leaderboard's HTML (plots written into ``out_dir``); ``juries``: see ``juries_section``."""
     parts = ["<h2>Read this first: the judges</h2>", first_screen(headline)]
     if notes:
         parts.append("<p><b>Notes:</b></p><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
@@ -319,7 +371,8 @@ def leaderboard_section(card: pd.DataFrame, reproduction: pd.DataFrame, pu: pd.D
         for png, alt in ((scatter, "accuracy against positional agreement"), (bars, "accuracy per subset")):
             if png is not None:
                 parts.append(f"<img src='{png.name}' alt='{alt}'>")
-    parts += [comparison_section(comparison, out_dir), strategies_section(strategies, out_dir)]
+    parts += [comparison_section(comparison, out_dir), strategies_section(strategies, out_dir),
+              juries_section(juries, card, headline, out_dir)]
     if not reproduction.empty:
         parts += ["<h2>The benchmarks' own published figures, recomputed</h2>", _fmt(reproduction_table(reproduction))]
     if not pu.empty:
@@ -372,12 +425,13 @@ def attacks_section(attacks: pd.DataFrame, out_dir: Path) -> str:
 
 def write_judge_report(card: pd.DataFrame, reproduction: pd.DataFrame, pu: pd.DataFrame, headline: pd.DataFrame,
                        notes: list[str], out_dir: Path, attacks: pd.DataFrame | None = None,
-                       comparison: pd.DataFrame | None = None, strategies: pd.DataFrame | None = None) -> Path:
+                       comparison: pd.DataFrame | None = None, strategies: pd.DataFrame | None = None,
+                       juries: dict | None = None) -> Path:
     """A standalone report.html for ``judgeaudit audit-verdicts`` and ``judge-benchmark``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     body = (f"<!doctype html><html><head><meta charset='utf-8'><title>judgeaudit: judge report card</title>"
             f"<style>{STYLE}</style></head><body><h1>Judge report card</h1>"
-            + leaderboard_section(card, reproduction, pu, headline, notes, out_dir, comparison, strategies)
+            + leaderboard_section(card, reproduction, pu, headline, notes, out_dir, comparison, strategies, juries)
             + attacks_section(attacks if attacks is not None else pd.DataFrame(), out_dir) + "</body></html>")
     path = out_dir / "report.html"
     path.write_text(body)

@@ -512,7 +512,7 @@ def write_report(wr: pd.DataFrame, pls: pd.DataFrame, summary: dict, responses: 
 
         judges_html = leaderboard_section(judges["card"], judges["reproduction"], judges["pu"],
                                           judges["headline"], judges["notes"], out_dir, judges.get("comparison"),
-                                          judges.get("strategies"))
+                                          judges.get("strategies"), judges.get("juries"))
     leaderboard_html = ""
     if leaderboard is not None:
         from judgeaudit.report.leaderboard_report import leaderboard_section
@@ -562,7 +562,8 @@ torch {made_on['packages']['torch']}: the tables are bitwise reproducible on one
                if prefix else {},
                "real_judges": {"headline": judges["headline"].to_dict("records"), "notes": judges["notes"],
                                "comparison": judges.get("comparison", pd.DataFrame()).to_dict("records"),
-                               "strategies": judges.get("strategies", pd.DataFrame()).to_dict("records")}
+                               "strategies": judges.get("strategies", pd.DataFrame()).to_dict("records"),
+                               "juries": judges["juries"]["summary"] if judges.get("juries") else []}
                if judges else {},
                "score_range": {"summary": score_range["summary"],
                                "correlations": score_range["correlations"].to_dict("records")}
