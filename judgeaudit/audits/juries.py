@@ -48,7 +48,7 @@ def jury_verdicts(table: pd.DataFrame, members: pd.DataFrame, name: str) -> pd.D
     if votes.empty:
         return pd.DataFrame(columns=TABLE_COLUMNS)
     counts = pd.crosstab([votes[c] for c in _PAIR], votes["verdict"])
-    judged = votes.groupby(_PAIR)["judge"].nunique()
+    judged = votes.groupby(_PAIR).size()  # the contract: one verdict per member, pair and order
     counts = counts[judged.reindex(counts.index) == len(members)]
     ones, twos = (counts.get(v, pd.Series(0, index=counts.index)) for v in ("1", "2"))
     verdict = np.where(ones > twos, "1", np.where(twos > ones, "2", "tie"))
