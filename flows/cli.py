@@ -171,6 +171,10 @@ def _audit_and_write(table, files, notes: list[str], args: argparse.Namespace,
     for r in result.comparison.itertuples() if live else ():
         if live in (r.judge_a, r.judge_b):
             _print_comparison(r)
+    for source, most in info["errors_together"].items():
+        print(f"{source}: of {most['judge_pairs']} pairs of judges, {most['most'][0]} and {most['most'][1]} err "
+              f"together most (correlation {most['correlation']:.2f} [{most['ci_low']:.2f}, {most['ci_high']:.2f}], "
+              f"n={most['n']}), error_correlation.parquet")
     for jury in info["juries"]:
         print(f"{jury['source']}: {jury['jury']} (majority of {len(jury['members'])} judges) accuracy "
               f"{jury['estimate']:.3f} [{jury['ci_low']:.3f}, {jury['ci_high']:.3f}] (n={jury['n']}), juries.parquet")

@@ -143,7 +143,7 @@ TINY_TABLES = ["prompts/prompts.parquet", "synthetic/answers.parquet", "response
                "robustness/controlled_win_rates.parquet", "score_range/scores.parquet",
                "score_range/correlations.parquet", "real_judges/judgments.parquet",
                "real_judges/judge_quality.parquet", "real_judges/judge_comparison.parquet",
-               "real_judges/strategy_comparison.parquet",
+               "real_judges/strategy_comparison.parquet", "real_judges/error_correlation.parquet",
                "leaderboard/win_rates.parquet",
                "leakage_studies/mixing.parquet", "leakage_studies/scale.parquet", "students/index.parquet"]
 

@@ -150,6 +150,8 @@ def test_full_audit_flow(tiny_audit):
     assert len(strategies) == len(report["real_judges"]["strategies"]) > 0 and set(strategies.base) == {"Vanilla"}
     assert "Which judge is more accurate?" in html
     assert report["real_judges"]["juries"] == [] and "Can a jury" not in html  # no sample has three judges
+    errors = pd.read_parquet(first / "real_judges/error_correlation.parquet")  # JudgeA/JudgeB, j1/rm
+    assert len(errors) == len(report["real_judges"]["error_correlation"]) == 2 and "Which judges err together?" in html
     board = pd.read_parquet(first / "leaderboard/win_rates.parquet")
     assert board.loc[board.flagged, "model"].tolist() == ["NullModel"] and "Leaderboard:" in html
 

@@ -1,5 +1,6 @@
-"""Juries of judges (audits/juries.py): the majority rule, a jury that beats its members where
-their errors are independent, and one that inherits what they share (errors, position bias)."""
+"""Juries of judges (audits/juries.py) and the correlation of judges' errors (error_correlation.py):
+the majority rule, a jury that beats its members where their errors are independent, one that
+inherits what they share (errors, position bias), and errors that go together found as such."""
 
 from __future__ import annotations
 
@@ -106,3 +107,43 @@ def test_shared_errors_and_position_bias_pass_to_the_jury():
     cmp = compare_juries(table, jury, members, chosen, FAST).set_index(["judge_a", "judge_b"])
     strong = cmp.loc[("strong", "jury: all but strong")]
     assert strong.significant and strong.ci_low > 0.08
+
+
+def test_error_correlation_finds_judges_that_err_together():
+    """B copies A's errors, C errs on its own pairs: r(A, B) = 1, r(A, C) has a CI around 0, and
+    both-wrong rates stand beside their value under independence."""
+    from judgeaudit.audits.error_correlation import error_correlation
+
+    rng = np.random.default_rng(7)
+    n = 400
+    labels = list(rng.choice(["1", "2"], n))
+    wrong_a, wrong_c = rng.random(n) < 0.3, rng.random(n) < 0.3
+    verdicts = {"A": [(OTHER[lab], OTHER[lab]) if w else (lab, lab) for lab, w in zip(labels, wrong_a)],
+                "C": [(OTHER[lab], lab) if w else (lab, lab) for lab, w in zip(labels, wrong_c)]}
+    verdicts["B"] = verdicts["A"]
+    table = _rows(verdicts, labels)
+    table.loc[(table.judge == "C") & (table.item_id == "0000"), "verdict"] = "unparseable"  # errs
+    corr = error_correlation(table, FAST).set_index(["judge_a", "judge_b"])
+    assert list(corr.index) == [("A", "B"), ("A", "C"), ("B", "C")]
+    copy, other = corr.loc[("A", "B")], corr.loc[("A", "C")]
+    assert copy.correlation == pytest.approx(1.0) and copy.both_wrong == pytest.approx(copy.error_a)
+    assert other.ci_low < 0 < other.ci_high and abs(other.both_wrong - other.expected_both) < 0.03
+    assert copy.n == other.n == n and copy.units == 2 * n
+    # C errs in order 1 only, and on both orders of the pair it could not parse
+    assert other.error_b == pytest.approx((wrong_c.sum() + (not wrong_c[0]) + 1) / (2 * n))
+
+
+def test_error_correlation_on_one_order_and_a_judge_without_errors():
+    """Judges that saw one order count one unit per pair; a judge that never errs has no r (left out)."""
+    from judgeaudit.audits.error_correlation import error_correlation
+
+    labels = ["1", "2"] * 20
+    table = _rows({"A": [("2" if i % 4 == 0 else lab, None) for i, lab in enumerate(labels)],
+                   "B": [("2" if i % 4 in (0, 1) else lab, None) for i, lab in enumerate(labels)],
+                   "perfect": [(lab, None) for lab in labels]}, labels)
+    corr = error_correlation(table, FAST)
+    assert corr[["judge_a", "judge_b"]].values.tolist() == [["A", "B"]]
+    row = corr.iloc[0]
+    assert row.units == row.n == 40 and row.error_a == 0.25 and row.both_wrong == 0.25
+    # A errs on items 0, 4, 8...; B on those and 1, 5, 9... where the label is "2" (no error): r = 1
+    assert row.correlation == pytest.approx(1.0)

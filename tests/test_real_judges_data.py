@@ -200,3 +200,16 @@ def test_real_judges_stage_on_every_source(tmp_path):
     rm = jury.loc[("judgebench", "Skywork_Skywork-Reward-Gemma-2-27B", "jury: all but o1-mini-2024-09-12")]
     assert not rm.significant  # voting does not beat the best reward model; nor is it shown worse
     assert "Can a jury replace the best judge?" in report and (tmp_path / "judges_juries.png").stat().st_size > 1000
+    # which judges err together: two versions of one model on LLMBar, two reward models trained on the same
+    # preference data on JudgeBench, each far above every other pair of its benchmark
+    corr = pd.read_parquet(tmp_path / "error_correlation.parquet").set_index(["source", "judge_a", "judge_b"])
+    assert len(corr) == 15 + 15 + 1 and (corr.n == corr.n.groupby(level=0).transform("max")).all()
+    assert info["errors_together"]["llmbar"]["most"] == ["ChatGPT", "ChatGPT-0301"]
+    skywork = ["Skywork_Skywork-Reward-Gemma-2-27B", "Skywork_Skywork-Reward-Llama-3.1-8B"]
+    assert info["errors_together"]["judgebench"]["most"] == skywork
+    for source, pair in (("llmbar", ("ChatGPT", "ChatGPT-0301")), ("judgebench", tuple(skywork))):
+        rest = corr.loc[source].drop(index=[pair])
+        assert corr.loc[(source, *pair)].ci_low > rest.correlation.max() > 0  # and every pair's errors go together
+        assert (corr.loc[source].both_wrong > corr.loc[source].expected_both).all()
+    assert corr.loc[("judgebench", "Ray2333_GRM-Gemma-2B-rewardmodel-ft", "o1-mini-2024-09-12")].correlation < 0.15
+    assert "Which judges err together?" in report and (tmp_path / "judges_error_correlation.png").stat().st_size > 1000

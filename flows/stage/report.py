@@ -53,6 +53,8 @@ def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
                   "juries": {"card": read(judges_dir / "juries.parquet", "judge_quality", layout),
                              "comparison": read(judges_dir / "jury_comparison.parquet", "judge_comparison", layout),
                              "summary": info["juries"]} if info.get("juries") else None,
+                  "errors": read(judges_dir / "error_correlation.parquet", "error_correlation", layout)
+                  if info.get("errors_together") else pd.DataFrame(),
                   "headline": pd.DataFrame(info["headline"]), "notes": info["notes"]}
     lb_dir = layout.root / "leaderboard"
     lb_info = json.loads((lb_dir / "summary.json").read_text()) if (lb_dir / "summary.json").exists() else {}

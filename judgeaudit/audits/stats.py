@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
@@ -34,9 +35,11 @@ def paired_bootstrap(statistic: Callable[..., np.ndarray], samples: Sequence[np.
     point = float(statistic(*samples, axis=-1))
     if n < 2 or np.all([np.ptp(s) == 0 for s in samples]):
         return Estimate(point, point, point, n, confidence)  # no variation to resample
-    res = stats.bootstrap(samples, statistic, paired=True, vectorized=True, n_resamples=n_boot,
-                          confidence_level=confidence, method="percentile",
-                          random_state=np.random.default_rng(seed))
+    with warnings.catch_warnings():  # scipy warns of a nan bound (as "BCa"), which is handled below
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        res = stats.bootstrap(samples, statistic, paired=True, vectorized=True, n_resamples=n_boot,
+                              confidence_level=confidence, method="percentile",
+                              random_state=np.random.default_rng(seed))
     low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
     if np.isnan(low) or np.isnan(high):  # a resample hit an undefined ratio: use nan-aware percentiles
         dist = res.bootstrap_distribution

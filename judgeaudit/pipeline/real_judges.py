@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from judgeaudit.audits.error_correlation import error_correlation
 from judgeaudit.audits.judge_comparison import COLUMNS as COMPARISON_COLUMNS
 from judgeaudit.audits.judge_comparison import compare_judges, compare_strategies
 from judgeaudit.audits.judge_quality import pooled, report_card
@@ -57,6 +58,7 @@ class VerdictAudit:
     jury_verdicts: pd.DataFrame = field(default_factory=pd.DataFrame)  # their verdicts (judgment table)
     jury_comparison: pd.DataFrame = field(default_factory=pd.DataFrame)  # each jury vs the best judge, best member
     jury_members: dict[tuple[str, str], list[str]] = field(default_factory=dict)  # (source, jury): its judges
+    error_correlation: pd.DataFrame = field(default_factory=pd.DataFrame)  # which judges err on the same pairs
     attack_pairs: pd.DataFrame = field(default_factory=pd.DataFrame)  # a live judge's attacked pairs
     attacks: pd.DataFrame = field(default_factory=pd.DataFrame)  # their flip and fooled rates
 
@@ -116,6 +118,7 @@ def audit_verdicts(table: pd.DataFrame, settings: VerdictAuditSettings, *,
     strategies = (compare_strategies(table, settings.bootstrap, settings.base_strategy) if len(table)
                   else pd.DataFrame())
     jury = _juries(table, chosen, settings.bootstrap)
+    errors = error_correlation(table, settings.bootstrap, chosen) if len(chosen) else pd.DataFrame()
     done(steps)
     pu = pd.DataFrame()
     labelled = table[table["label"].isin(["1", "2"])] if len(table) else table
@@ -124,7 +127,7 @@ def audit_verdicts(table: pd.DataFrame, settings: VerdictAuditSettings, *,
                                   embed or make_embedder(settings, steps), settings.pu, settings.bootstrap,
                                   folds=settings.pu_folds, steps=steps)
     return VerdictAudit(table, card, reproduction, pu, files if files is not None else pd.DataFrame(), notes,
-                        comparison, strategies=strategies, **jury)
+                        comparison, strategies=strategies, error_correlation=errors, **jury)
 
 
 def _juries(table: pd.DataFrame, chosen: pd.DataFrame, settings: BootstrapSettings) -> dict:
@@ -245,6 +248,7 @@ def summary(result: VerdictAudit) -> dict:
             "pu_recommendations": pu[["source", "judge", "strategy", "cons_orig", "cons_adj", "check_gain",
                                       "recommendation"]].to_dict("records") if len(pu) else [],
             "judge_comparisons": compared, "strategy_comparisons": against_base, "juries": jury_summary(result),
+            "errors_together": errors_together(result.error_correlation),
             "headline": headline(result.card, result.reproduction).to_dict("records"), "notes": result.notes}
 
 
@@ -267,6 +271,16 @@ def jury_summary(result: VerdictAudit) -> list[dict]:
     return out
 
 
+def errors_together(correlation: pd.DataFrame) -> dict:
+    """Per source: the pairs of judges, and the two whose errors go together most, with its CI."""
+    out = {}
+    for source, grp in correlation.groupby("source") if len(correlation) else ():
+        top = grp.loc[grp.correlation.idxmax()]
+        out[source] = {"judge_pairs": int(len(grp)), "most": [top.judge_a, top.judge_b],
+                       **{k: float(top[k]) for k in ("correlation", "ci_low", "ci_high")}, "n": int(top.n)}
+    return out
+
+
 def write_audit(result: VerdictAudit, out: Path, quarantine: Path) -> dict[str, Path]:
     """Validate the tables (Great Expectations), then write them, the summary and the report."""
     from judgeaudit.report.judge_report import write_judge_report
@@ -281,7 +295,8 @@ def write_audit(result: VerdictAudit, out: Path, quarantine: Path) -> dict[str, 
     checked = (("judge_comparison", result.comparison, "judge_comparison"),
                ("strategy_comparison", result.strategies, "strategy_comparison"),
                ("juries", result.juries, "judge_quality"), ("jury_verdicts", result.jury_verdicts, "judgment_table"),
-               ("jury_comparison", result.jury_comparison, "judge_comparison"))
+               ("jury_comparison", result.jury_comparison, "judge_comparison"),
+               ("error_correlation", result.error_correlation, "error_correlation"))
     for name, frame, suite in checked:
         if len(frame):
             validate_table(frame, suite, str(out / f"{name}.parquet"), quarantine_dir=quarantine)
@@ -298,7 +313,7 @@ def write_audit(result: VerdictAudit, out: Path, quarantine: Path) -> dict[str, 
                                          pd.DataFrame(info["headline"]), result.notes, out, result.attacks,
                                          result.comparison, result.strategies,
                                          {"card": result.juries, "comparison": result.jury_comparison,
-                                          "summary": info["juries"]})
+                                          "summary": info["juries"]}, result.error_correlation)
     return paths
 
 

@@ -5,6 +5,7 @@ the same pairs, and the tables behind them."""
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
@@ -166,27 +167,55 @@ def comparison_table(comparison: pd.DataFrame) -> pd.DataFrame:
         "verdict": ["A more accurate" if s else "no difference shown" for s in c.significant]})
 
 
+def _points(value: float) -> str:
+    return "0" if abs(value) < 0.5 else f"{value:+.0f}"
+
+
 def _diff_grid(ax: plt.Axes, diff: np.ndarray, star: np.ndarray, rows: list[str], cols: list[str],
-               top: float) -> matplotlib.image.AxesImage:
-    """Differences in points on a red-blue scale of +-``top``, each cell written, starred where
-    ``star``; a nan cell stays blank."""
+               top: float, fmt: Callable[[float], str] = _points) -> matplotlib.image.AxesImage:
+    """Values (differences in points, by default) on a red-blue scale of +-``top``, each cell
+    written by ``fmt``, starred where ``star``; a nan cell stays blank."""
     image = ax.imshow(diff, cmap="RdBu", vmin=-top, vmax=top)
     for (i, j), v in np.ndenumerate(diff):
         if not np.isnan(v):
-            ax.text(j, i, ("0" if abs(v) < 0.5 else f"{v:+.0f}") + ("*" if star[i, j] else ""), ha="center",
+            ax.text(j, i, fmt(v) + ("*" if star[i, j] else ""), ha="center",
                     va="center", fontsize=7, color="white" if abs(v) > 0.6 * top else "black")
     ax.set_xticks(range(len(cols)), cols, rotation=40, ha="right", fontsize=7)
     ax.set_yticks(range(len(rows)), rows, fontsize=7)
     return image
 
 
-def _save_grids(fig: plt.Figure, image: matplotlib.image.AxesImage, path: Path, title: str, shrink: float) -> Path:
-    """Title the grids, give them one colour bar in points, write the figure to ``path``."""
+def _save_grids(fig: plt.Figure, image: matplotlib.image.AxesImage, path: Path, title: str, shrink: float,
+                label: str = "points") -> Path:
+    """Title the grids, give them one colour bar (in ``label``), write the figure to ``path``."""
     fig.suptitle(title, fontsize=10)
-    fig.colorbar(image, ax=fig.axes, shrink=shrink, label="points")
+    fig.colorbar(image, ax=fig.axes, shrink=shrink, label=label)
     fig.savefig(path, dpi=90, bbox_inches="tight")
     plt.close(fig)
     return path
+
+
+def _pair_grids(frame: pd.DataFrame, path: Path, names_of: Callable[[pd.DataFrame], list[str]],
+                cells: Callable[..., tuple[float, float, bool]], top: float, title: str, label: str = "points",
+                fmt: Callable[[float], str] = _points) -> Path:
+    """Per source, a judge x judge grid of ``frame``'s rows (judge_a, judge_b): ``names_of(rows)``
+    orders a source's judges, ``cells(row)`` gives the (a, b) cell, the (b, a) cell and whether
+    both are starred; one colour scale of +-``top`` for every panel."""
+    sources = sorted(frame.source.unique())
+    names = [names_of(frame[frame.source == source]) for source in sources]
+    sizes = [max(len(n), 3) for n in names]
+    fig, axes = plt.subplots(len(sources), 1, figsize=(0.7 * max(sizes) + 5, sum(0.7 * k + 2.2 for k in sizes)),
+                             squeeze=False, gridspec_kw={"height_ratios": sizes}, layout="constrained")
+    for ax, source, order in zip(axes[:, 0], sources, names):
+        at = {name: k for k, name in enumerate(order)}
+        grid, star = np.full((len(order),) * 2, np.nan), np.zeros((len(order),) * 2, bool)
+        for r in frame[frame.source == source].itertuples():
+            i, j = at[r.judge_a], at[r.judge_b]
+            grid[i, j], grid[j, i], star[i, j] = cells(r)
+            star[j, i] = star[i, j]
+        image = _diff_grid(ax, grid, star, order, order, top, fmt)
+        ax.set_title(source, fontsize=10)
+    return _save_grids(fig, image, path, title, shrink=0.5, label=label)
 
 
 def plot_comparisons(comparison: pd.DataFrame, path: Path) -> Path | None:
@@ -194,26 +223,27 @@ def plot_comparisons(comparison: pd.DataFrame, path: Path) -> Path | None:
     pairs both judged, in points, starred where the Holm-adjusted test says they differ."""
     if comparison.empty:
         return None
-    sources = sorted(comparison.source.unique())
-    sizes = [max(len(set(g.judge_a) | set(g.judge_b)), 3) for _, g in comparison.groupby("source")]
-    fig, axes = plt.subplots(len(sources), 1, figsize=(0.7 * max(sizes) + 5, sum(0.7 * k + 2.2 for k in sizes)),
-                             squeeze=False, gridspec_kw={"height_ratios": sizes}, layout="constrained")
-    top = max(100 * comparison.difference.max(), 1.0)  # one colour scale for every panel
-    for ax, source in zip(axes[:, 0], sources):
-        g = comparison[comparison.source == source]
+
+    def by_accuracy(g: pd.DataFrame) -> list[str]:
         accuracy = pd.concat([pd.Series(g.accuracy_a.values, g.judge_a), pd.Series(g.accuracy_b.values, g.judge_b)])
-        names = list(accuracy.groupby(level=0).mean().sort_values(ascending=False).index)
-        at = {name: k for k, name in enumerate(names)}
-        diff, star = np.full((len(names),) * 2, np.nan), np.zeros((len(names),) * 2, bool)
-        for r in g.itertuples():
-            i, j = at[r.judge_a], at[r.judge_b]
-            diff[i, j], diff[j, i] = 100 * r.difference, -100 * r.difference
-            star[i, j] = star[j, i] = r.significant
-        image = _diff_grid(ax, diff, star, names, names, top)
-        ax.set_title(source, fontsize=10)
+        return list(accuracy.groupby(level=0).mean().sort_values(ascending=False).index)
+
     alpha = 1 - comparison.confidence.iloc[0]
-    return _save_grids(fig, image, path, "Judge against judge on the same pairs: the row judge's accuracy\nminus "
-                       f"the column judge's, in points; * Holm-adjusted p < {alpha:.2g}", shrink=0.5)
+    return _pair_grids(comparison, path, by_accuracy, lambda r: (100 * r.difference, -100 * r.difference, r.significant),
+                       max(100 * comparison.difference.max(), 1.0), "Judge against judge on the same pairs: the row "
+                       f"judge's accuracy\nminus the column judge's, in points; * Holm-adjusted p < {alpha:.2g}")
+
+
+def plot_error_correlation(correlation: pd.DataFrame, path: Path) -> Path:
+    """Per source, a judge x judge grid of the correlation of the two judges' errors on the same
+    pairs, judges from the fewest errors to the most."""
+    def by_errors(g: pd.DataFrame) -> list[str]:
+        errors = pd.concat([pd.Series(g.error_a.values, g.judge_a), pd.Series(g.error_b.values, g.judge_b)])
+        return list(errors.groupby(level=0).mean().sort_values().index)
+
+    return _pair_grids(correlation, path, by_errors, lambda r: (r.correlation, r.correlation, False), 1.0,
+                       "Which judges err together? Correlation (phi) of two judges' errors on the same pairs",
+                       label="correlation", fmt=lambda v: f"{v:.2f}")
 
 
 def comparison_section(comparison: pd.DataFrame | None, out_dir: Path) -> str:
@@ -257,6 +287,29 @@ def plot_juries(card: pd.DataFrame, jury_card: pd.DataFrame, headline: pd.DataFr
     fig.savefig(path, dpi=90)
     plt.close(fig)
     return path
+
+
+def errors_section(correlation: pd.DataFrame | None, out_dir: Path) -> str:
+    """Which judges err together: the grid plot and the table behind it."""
+    if correlation is None or correlation.empty:
+        return ""
+    png = plot_error_correlation(correlation, out_dir / "judges_error_correlation.png")
+    c = correlation.sort_values(["source", "correlation"], ascending=[True, False])
+    level = f"{c.confidence.iloc[0]:.0%}"
+    table = pd.DataFrame({
+        "source": c.source, "judge A": c.judge_a + " (" + c.strategy_a + ")",
+        "judge B": c.judge_b + " (" + c.strategy_b + ")", "n pairs": c.n.astype("Int64"),
+        "errors A / B": [f"{a:.3f} / {b:.3f}" for a, b in zip(c.error_a, c.error_b)],
+        "both wrong (if independent)": [f"{w:.3f} ({e:.3f})" for w, e in zip(c.both_wrong, c.expected_both)],
+        f"correlation [{level} CI]": [f"{r:.2f} [{lo:.2f}, {hi:.2f}]" for r, lo, hi in zip(c.correlation, c.ci_low,
+                                                                                        c.ci_high)]})
+    return ("<h2>Which judges err together? The correlation of their errors on the same pairs</h2><p>Per benchmark, "
+            "every two judges in their strategies of the first screen, over the labelled pairs and orders both "
+            "judged: how often both are wrong, against how often they would be were their errors independent, and "
+            "the correlation (phi) of the two error indicators, with a CI that resamples pairs. Judges whose errors "
+            "correlate fall for the same pairs: a second one checks the first little, and a jury of them votes "
+            "together. Per pair of judges in error_correlation.parquet.</p>"
+            f"<img src='{png.name}' alt='correlation of the judges errors'>" + _fmt(table))
 
 
 def juries_section(juries: dict | None, card: pd.DataFrame, headline: pd.DataFrame, out_dir: Path) -> str:
@@ -360,8 +413,9 @@ def card_grid(card: pd.DataFrame) -> pd.DataFrame:
 def leaderboard_section(card: pd.DataFrame, reproduction: pd.DataFrame, pu: pd.DataFrame,
                         headline: pd.DataFrame, notes: list[str], out_dir: Path,
                         comparison: pd.DataFrame | None = None, strategies: pd.DataFrame | None = None,
-                        juries: dict | None = None) -> str:
-    """The judge leaderboard's HTML (plots written into ``out_dir``); ``juries``: see ``juries_section``."""
+                        juries: dict | None = None, errors: pd.DataFrame | None = None) -> str:
+    """The judge leaderboard's HTML (plots written into ``out_dir``); ``juries``: see ``juries_section``;
+    ``errors``: ``error_correlation``'s table."""
     parts = ["<h2>Read this first: the judges</h2>", first_screen(headline)]
     if notes:
         parts.append("<p><b>Notes:</b></p><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
@@ -372,7 +426,7 @@ def leaderboard_section(card: pd.DataFrame, reproduction: pd.DataFrame, pu: pd.D
             if png is not None:
                 parts.append(f"<img src='{png.name}' alt='{alt}'>")
     parts += [comparison_section(comparison, out_dir), strategies_section(strategies, out_dir),
-              juries_section(juries, card, headline, out_dir)]
+              errors_section(errors, out_dir), juries_section(juries, card, headline, out_dir)]
     if not reproduction.empty:
         parts += ["<h2>The benchmarks' own published figures, recomputed</h2>", _fmt(reproduction_table(reproduction))]
     if not pu.empty:
@@ -426,12 +480,13 @@ def attacks_section(attacks: pd.DataFrame, out_dir: Path) -> str:
 def write_judge_report(card: pd.DataFrame, reproduction: pd.DataFrame, pu: pd.DataFrame, headline: pd.DataFrame,
                        notes: list[str], out_dir: Path, attacks: pd.DataFrame | None = None,
                        comparison: pd.DataFrame | None = None, strategies: pd.DataFrame | None = None,
-                       juries: dict | None = None) -> Path:
+                       juries: dict | None = None, errors: pd.DataFrame | None = None) -> Path:
     """A standalone report.html for ``judgeaudit audit-verdicts`` and ``judge-benchmark``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     body = (f"<!doctype html><html><head><meta charset='utf-8'><title>judgeaudit: judge report card</title>"
             f"<style>{STYLE}</style></head><body><h1>Judge report card</h1>"
-            + leaderboard_section(card, reproduction, pu, headline, notes, out_dir, comparison, strategies, juries)
+            + leaderboard_section(card, reproduction, pu, headline, notes, out_dir, comparison, strategies, juries,
+                                  errors)
             + attacks_section(attacks if attacks is not None else pd.DataFrame(), out_dir) + "</body></html>")
     path = out_dir / "report.html"
     path.write_text(body)

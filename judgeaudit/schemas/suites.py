@@ -237,6 +237,24 @@ def strategy_comparison_suite() -> list:
     ]
 
 
+def error_correlation_suite() -> list:
+    """Two judges' errors on the same pairs: rates in [0, 1], the correlation in [-1, 1] inside its CI."""
+    return [
+        *_columns(["source", "judge_a", "strategy_a", "judge_b", "strategy_b", "n", "units", "error_a", "error_b",
+                   "both_wrong", "expected_both", "correlation", "ci_low", "ci_high"]),
+        gxe.ExpectTableRowCountToBeBetween(min_value=1),
+        *[gxe.ExpectColumnValuesToBeBetween(column=c, min_value=0, max_value=1)
+          for c in ("error_a", "error_b", "both_wrong", "expected_both")],
+        gxe.ExpectColumnValuesToBeBetween(column="correlation", min_value=-1, max_value=1),
+        gxe.ExpectColumnValuesToBeBetween(column="n", min_value=2),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="units", column_B="n", or_equal=True),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="ci_high", column_B="correlation", or_equal=True),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="correlation", column_B="ci_low", or_equal=True),
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["source", "judge_a", "strategy_a", "judge_b",
+                                                         "strategy_b"]),
+    ]
+
+
 def leaderboard_win_rates_suite() -> list:
     """One row per leaderboard model: rates in percent, Bradley-Terry score inside its CI."""
     return [
@@ -259,6 +277,7 @@ SUITES = {"prompts": prompts_suite, "synthetic": synthetic_suite, "responses": r
           "score_correlations": correlations_suite, "controlled_win_rates": controlled_win_rates_suite,
           "judgment_table": judgment_table_suite, "judge_quality": judge_quality_suite,
           "judge_comparison": judge_comparison_suite, "strategy_comparison": strategy_comparison_suite,
+          "error_correlation": error_correlation_suite,
           "leaderboard_win_rates": leaderboard_win_rates_suite}
 
 
