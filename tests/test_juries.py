@@ -147,3 +147,4 @@ def test_error_correlation_on_one_order_and_a_judge_without_errors():
     assert row.units == row.n == 40 and row.error_a == 0.25 and row.both_wrong == 0.25
     # A errs on items 0, 4, 8...; B on those and 1, 5, 9... where the label is "2" (no error): r = 1
     assert row.correlation == pytest.approx(1.0)
+    assert list(error_correlation(table.iloc[:0], FAST).columns) == list(corr.columns)  # no verdicts: no pairs

@@ -189,10 +189,9 @@ def test_real_judges_stage_on_every_source(tmp_path):
     verdicts = pd.read_parquet(tmp_path / "jury_verdicts.parquet")
     assert len(verdicts[(verdicts.source == "llmbar") & (verdicts.judge == "jury: all 6")]) == 838  # both orders
     jury = pd.read_parquet(tmp_path / "jury_comparison.parquet").set_index(["source", "judge_a", "judge_b"])
-    assert len(jury) == 6 and {s: len(j["members"]) for s, j in
-                               ((j["source"] + "/" + j["jury"], j) for j in info["juries"])} == {
-        "llmbar/jury: all 6": 6, "llmbar/jury: all but GPT-4": 5, "judgebench/jury: all 6": 6,
-        "judgebench/jury: all but o1-mini-2024-09-12": 5}
+    assert len(jury) == 6 and {(j["source"], j["jury"]): len(j["members"]) for j in info["juries"]} == {
+        ("llmbar", "jury: all 6"): 6, ("llmbar", "jury: all but GPT-4"): 5, ("judgebench", "jury: all 6"): 6,
+        ("judgebench", "jury: all but o1-mini-2024-09-12"): 5}
     for rest in ("jury: all 6", "jury: all but GPT-4"):
         assert jury.loc[("llmbar", "GPT-4", rest)].significant and jury.loc[("llmbar", "GPT-4", rest)].ci_low > 0.25
     assert jury.loc[("llmbar", "PaLM2", "jury: all but GPT-4")].significant  # its best member alone beats it

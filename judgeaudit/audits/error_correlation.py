@@ -54,7 +54,9 @@ def error_correlation(table: pd.DataFrame, settings: BootstrapSettings,
     ``chosen``: the (source, judge, strategy) rows to pair; default every one in ``table``."""
     if chosen is not None:
         table = table.merge(chosen[["source", "judge", "strategy"]].drop_duplicates())
-    items = item_frame(table) if len(table) else pd.DataFrame(columns=["source"])
+    if table.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    items = item_frame(table)
     items = items[items["label"] != MISSING]
     rows = []
     for source, grp in items.groupby("source", sort=True):
