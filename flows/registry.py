@@ -46,7 +46,8 @@ STAGES: tuple[Stage, ...] = (
     Stage("pu", pool=True),
     Stage("prefix", pool=True),
     Stage("score_range", writes=("score_correlations",), gpu=True, pool=True),
-    Stage("real_judges", writes=("judge_quality", "judge_comparison", "strategy_comparison", "error_correlation")),
+    Stage("real_judges", writes=("judge_quality", "judge_comparison", "strategy_comparison", "error_correlation",
+                                 "alt_test")),
     Stage("leaderboard"),
     Stage("report", reads=("win_rates", "pls", "responses")),
 )

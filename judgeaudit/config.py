@@ -339,6 +339,14 @@ class RealJudgesPU(_Strict):
     strategies: dict[str, list[str]] = {}
 
 
+class RealJudgesAltTest(_Strict):
+    """The alternative annotator test on items with several human labels (audits/alt_test.py)."""
+
+    epsilon: float = Field(ge=0, lt=1, default=0.15)  # what the judge's lower cost is worth
+    q: float = Field(gt=0, lt=1, default=0.05)  # Benjamini-Yekutieli level over the annotators
+    min_items: int = Field(ge=2, default=30)  # an annotator with fewer items is left out
+
+
 class RealJudges(_Strict):
     """Recorded verdicts of real judges on public benchmarks: report card, published
     figures recomputed, PU audit. A source whose path is absent is noted and skipped."""
@@ -346,6 +354,7 @@ class RealJudges(_Strict):
     sources: dict[Literal["llmbar", "pandalm", "judgebench", "generic"], str] = {}
     n_boot: int = Field(ge=100, default=1000)
     pu: RealJudgesPU | None = RealJudgesPU()
+    alt_test: RealJudgesAltTest = RealJudgesAltTest()
 
 
 class JudgeBoard(_Strict):

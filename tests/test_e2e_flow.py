@@ -155,6 +155,12 @@ def test_full_audit_flow(tiny_audit):
     errors = pd.read_parquet(first / "real_judges/error_correlation.parquet")
     assert errors[["source", "judge_a", "judge_b", "correlation"]].values.tolist() == [["judgebench", "j1", "rm", 1.0]]
     assert len(report["real_judges"]["error_correlation"]) == 1 and "Which judges err together?" in html
+    # PandaLM's sample carries three human labels per pair: judge-x agrees with the other two annotators at least
+    # as well as the left-out one on 3 of 5 pairs, too few to win against any of them
+    alt = pd.read_parquet(first / "real_judges/alt_test.parquet")
+    assert alt.annotator.tolist() == ["annotator1", "annotator2", "annotator3"] and set(alt.judge) == {"judge-x"}
+    assert not alt.passed.any() and alt.advantage_prob.iloc[0] == pytest.approx(0.6)
+    assert len(report["real_judges"]["alt_test"]) == 3 and "Can the judge replace a human annotator?" in html
     board = pd.read_parquet(first / "leaderboard/win_rates.parquet")
     assert board.loc[board.flagged, "model"].tolist() == ["NullModel"] and "Leaderboard:" in html
 

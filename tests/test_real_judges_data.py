@@ -129,6 +129,25 @@ def test_pandalm_report_card_against_three_humans():
     assert not card[card.metric == "position_bias"].shape[0]  # one order only: not defined
 
 
+@_need("pandalm")
+def test_pandalm_judges_cannot_replace_its_annotators():
+    """The alt-test on PandaLM's three annotators: the annotators agree so closely (kappa 0.84-0.89)
+    that a left-out one represents the other two better than either judge on almost every pair,
+    so neither judge passes at the paper's epsilon for skilled annotators (0.15), nor would below 0.26."""
+    from judgeaudit.audits.alt_test import AltTestSettings, alt_test
+    from judgeaudit.audits.stats import BootstrapSettings
+    from judgeaudit.sources import read_source
+
+    table, _ = read_source("pandalm", SHARED / "pandalm")
+    result = alt_test(table, AltTestSettings(epsilon=0.15), BootstrapSettings(300, 0.95, 0))
+    assert len(result) == 6 and (result.n == 999).all() and not result.wins.any() and not result.passed.any()
+    assert (result.annotator_advantage > 0.96).all() and (result.margin > 0.2).all()
+    judges = result.groupby("judge").first()
+    assert judges.advantage_prob.round(3).to_dict() == {"gpt-3.5-turbo": 0.755, "pandalm-7b": 0.715}
+    assert judges.epsilon_to_pass.to_dict() == {"gpt-3.5-turbo": 0.26, "pandalm-7b": 0.30}
+    assert (judges.ci_low < judges.advantage_prob).all() and (judges.advantage_prob < judges.ci_high).all()
+
+
 @pytest.mark.slow
 @_need("llmbar")
 def test_real_judges_stage_on_every_source(tmp_path):
@@ -212,3 +231,9 @@ def test_real_judges_stage_on_every_source(tmp_path):
         assert (corr.loc[source].both_wrong > corr.loc[source].expected_both).all()
     assert corr.loc[("judgebench", "Ray2333_GRM-Gemma-2B-rewardmodel-ft", "o1-mini-2024-09-12")].correlation < 0.15
     assert "Which judges err together?" in report and (tmp_path / "judges_error_correlation.png").stat().st_size > 1000
+    # the alt-test where items carry several human labels: PandaLM's two judges, both failing
+    alt = {(r["source"], r["judge"]): r for r in info["replaces_annotators"]}
+    assert set(alt) == {("pandalm", "gpt-3.5-turbo"), ("pandalm", "pandalm-7b")}
+    assert not any(r["passed"] for r in alt.values()) and alt[("pandalm", "pandalm-7b")]["epsilon_to_pass"] == 0.3
+    assert len(pd.read_parquet(tmp_path / "alt_test.parquet")) == 6
+    assert "Can the judge replace a human annotator?" in report and (tmp_path / "judges_alt_test.png").exists()

@@ -55,6 +55,8 @@ def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
                              "summary": info["juries"]} if info.get("juries") else None,
                   "errors": read(judges_dir / "error_correlation.parquet", "error_correlation", layout)
                   if info.get("errors_together") else pd.DataFrame(),
+                  "alt_test": read(judges_dir / "alt_test.parquet", "alt_test", layout)
+                  if info.get("replaces_annotators") else pd.DataFrame(),
                   "headline": pd.DataFrame(info["headline"]), "notes": info["notes"]}
     lb_dir = layout.root / "leaderboard"
     lb_info = json.loads((lb_dir / "summary.json").read_text()) if (lb_dir / "summary.json").exists() else {}

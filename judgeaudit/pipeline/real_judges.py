@@ -1,8 +1,8 @@
 """Stage ``real_judges`` (and ``judgeaudit audit-verdicts``): recorded verdicts of real
 judges on public benchmarks read into the general judgment table, then the report card,
 the sources' own published figures recomputed, paired comparisons of the judges on the same
-pairs, and the PU audit with its self-check.
-A source whose path is absent is noted and skipped, never an error."""
+pairs, the alternative annotator test where items carry several human labels, and the PU
+audit with its self-check. A source whose path is absent is noted and skipped, never an error."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from judgeaudit.audits.alt_test import AltTestSettings, alt_test
 from judgeaudit.audits.error_correlation import error_correlation
 from judgeaudit.audits.judge_comparison import COLUMNS as COMPARISON_COLUMNS
 from judgeaudit.audits.judge_comparison import compare_judges, compare_strategies
@@ -42,6 +43,7 @@ class VerdictAuditSettings:
     max_length: int = 128
     cache_dir: Path | None = None  # embeddings kept here between runs (None: not kept)
     base_strategy: dict[str, str] | None = None  # per source; None: judge_comparison.BASE_STRATEGY
+    alt_test: AltTestSettings = AltTestSettings()
 
 
 @dataclass
@@ -59,6 +61,7 @@ class VerdictAudit:
     jury_comparison: pd.DataFrame = field(default_factory=pd.DataFrame)  # each jury vs the best judge, best member
     jury_members: dict[tuple[str, str], list[str]] = field(default_factory=dict)  # (source, jury): its judges
     error_correlation: pd.DataFrame = field(default_factory=pd.DataFrame)  # which judges err on the same pairs
+    alt_test: pd.DataFrame = field(default_factory=pd.DataFrame)  # can a judge replace a human annotator
     attack_pairs: pd.DataFrame = field(default_factory=pd.DataFrame)  # a live judge's attacked pairs
     attacks: pd.DataFrame = field(default_factory=pd.DataFrame)  # their flip and fooled rates
 
@@ -119,6 +122,7 @@ def audit_verdicts(table: pd.DataFrame, settings: VerdictAuditSettings, *,
                   else pd.DataFrame())
     jury = _juries(table, chosen, settings.bootstrap)
     errors = error_correlation(table, settings.bootstrap, chosen) if len(chosen) else pd.DataFrame()
+    alt = alt_test(table, settings.alt_test, settings.bootstrap) if len(table) else pd.DataFrame()
     done(steps)
     pu = pd.DataFrame()
     labelled = table[table["label"].isin(["1", "2"])] if len(table) else table
@@ -127,7 +131,7 @@ def audit_verdicts(table: pd.DataFrame, settings: VerdictAuditSettings, *,
                                   embed or make_embedder(settings, steps), settings.pu, settings.bootstrap,
                                   folds=settings.pu_folds, steps=steps)
     return VerdictAudit(table, card, reproduction, pu, files if files is not None else pd.DataFrame(), notes,
-                        comparison, strategies=strategies, error_correlation=errors, **jury)
+                        comparison, strategies=strategies, error_correlation=errors, alt_test=alt, **jury)
 
 
 def _juries(table: pd.DataFrame, chosen: pd.DataFrame, settings: BootstrapSettings) -> dict:
@@ -249,6 +253,7 @@ def summary(result: VerdictAudit) -> dict:
                                       "recommendation"]].to_dict("records") if len(pu) else [],
             "judge_comparisons": compared, "strategy_comparisons": against_base, "juries": jury_summary(result),
             "errors_together": errors_together(result.error_correlation),
+            "replaces_annotators": replaces_annotators(result.alt_test),
             "headline": headline(result.card, result.reproduction).to_dict("records"), "notes": result.notes}
 
 
@@ -281,6 +286,20 @@ def errors_together(correlation: pd.DataFrame) -> dict:
     return out
 
 
+def replaces_annotators(alt: pd.DataFrame) -> list[dict]:
+    """Per judge the alt-test ran on: whether it passes, its winning rate over the annotators,
+    the advantage probability with its CI, and the smallest epsilon at which it would pass."""
+    if alt.empty:
+        return []
+    keys = ["source", "judge", "strategy", "order"]
+    figures = ("annotators", "epsilon", "passed", "winning_rate", "advantage_prob", "ci_low", "ci_high",
+               "epsilon_to_pass")
+    judges = alt.groupby(keys, sort=True).agg(n=("n", "max"), **{c: (c, "first") for c in figures}).reset_index()
+    records = judges.astype({"n": int, "annotators": int, "passed": bool}).to_dict("records")
+    return [r | {"epsilon_to_pass": None if pd.isna(r["epsilon_to_pass"]) else r["epsilon_to_pass"]}
+            for r in records]
+
+
 def write_audit(result: VerdictAudit, out: Path, quarantine: Path) -> dict[str, Path]:
     """Validate the tables (Great Expectations), then write them, the summary and the report."""
     from judgeaudit.report.judge_report import write_judge_report
@@ -296,7 +315,8 @@ def write_audit(result: VerdictAudit, out: Path, quarantine: Path) -> dict[str, 
                ("strategy_comparison", result.strategies, "strategy_comparison"),
                ("juries", result.juries, "judge_quality"), ("jury_verdicts", result.jury_verdicts, "judgment_table"),
                ("jury_comparison", result.jury_comparison, "judge_comparison"),
-               ("error_correlation", result.error_correlation, "error_correlation"))
+               ("error_correlation", result.error_correlation, "error_correlation"),
+               ("alt_test", result.alt_test, "alt_test"))
     for name, frame, suite in checked:
         if len(frame):
             validate_table(frame, suite, str(out / f"{name}.parquet"), quarantine_dir=quarantine)
@@ -309,24 +329,29 @@ def write_audit(result: VerdictAudit, out: Path, quarantine: Path) -> dict[str, 
         paths["attacks"] = write_table(result.attacks, out / "attacks.parquet")
     info = summary(result)
     paths["summary"] = write_json(info, out / "summary.json")
-    paths["report"] = write_judge_report(result.card, result.reproduction, result.pu,
-                                         pd.DataFrame(info["headline"]), result.notes, out, result.attacks,
-                                         result.comparison, result.strategies,
-                                         {"card": result.juries, "comparison": result.jury_comparison,
-                                          "summary": info["juries"]}, result.error_correlation)
+    paths["report"] = write_judge_report(report_tables(result, info), out, result.attacks)
     return paths
+
+
+def report_tables(result: VerdictAudit, info: dict) -> dict:
+    """What the judges' report shows (``judge_report.leaderboard_section``), from the audit and
+    its ``summary``."""
+    return {"card": result.card, "reproduction": result.reproduction, "pu": result.pu,
+            "headline": pd.DataFrame(info["headline"]), "notes": result.notes, "comparison": result.comparison,
+            "strategies": result.strategies, "errors": result.error_correlation, "alt_test": result.alt_test,
+            "juries": {"card": result.juries, "comparison": result.jury_comparison, "summary": info["juries"]}}
 
 
 def settings_from_params(params, cache_dir: Path | None) -> VerdictAuditSettings:
     """The stage's settings, resolved once from params.yaml."""
     section = params.real_judges
-    pu = section.pu
+    pu, alt = section.pu, section.alt_test
     return VerdictAuditSettings(
         bootstrap=BootstrapSettings(section.n_boot, params.audit.confidence, params.seed),
         pu=PUConfig(p_ratio=pu.p_ratio, eta=pu.eta, n_splits=pu.splits, seed=params.seed) if pu else None,
         pu_folds=pu.folds if pu else 5, pu_strategies=dict(pu.strategies) if pu else {},
         encoder=pu.encoder if pu else DEFAULT_ENCODER, max_length=pu.max_length if pu else 128,
-        cache_dir=cache_dir)
+        cache_dir=cache_dir, alt_test=AltTestSettings(alt.epsilon, alt.q, alt.min_items))
 
 
 def real_judges_stage(params, root: Path, steps: Steps | None = None) -> VerdictAudit:

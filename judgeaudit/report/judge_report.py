@@ -334,6 +334,63 @@ def juries_section(juries: dict | None, card: pd.DataFrame, headline: pd.DataFra
             + _fmt(comparison_table(juries["comparison"])))
 
 
+def plot_alt_test(alt: pd.DataFrame, path: Path) -> Path:
+    """Per judge the alt-test ran on: its advantage probability with its CI, and per left-out
+    annotator the margin mean(W_h - W_f) against the epsilon it must stay below."""
+    keys = ["source", "judge", "strategy", "order"]
+    judges = alt.groupby(keys, sort=True).first().reset_index()
+    names = [f"{r.source}: {r.judge} ({r.strategy}, order {r.order})" for r in judges.itertuples()]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 0.45 * len(judges) + 2), layout="constrained")
+    colour = ["tab:green" if p else "tab:red" for p in judges.passed]
+    left.barh(range(len(judges)), judges.advantage_prob, color=colour, capsize=3,
+              xerr=np.vstack([judges.advantage_prob - judges.ci_low, judges.ci_high - judges.advantage_prob]))
+    left.set_yticks(range(len(judges)), names, fontsize=7)
+    left.set_xlim(0, 1)
+    left.set_title(f"advantage probability, {judges.confidence.iloc[0]:.0%} CI", fontsize=9)
+    for k, r in enumerate(judges.itertuples()):
+        rows = alt[(alt[keys] == pd.Series(r._asdict())[keys]).all(axis=1)]
+        right.scatter(rows.margin, [k] * len(rows), color="tab:blue", s=18)
+        right.scatter([r.epsilon], [k], marker="|", color="black", s=200)
+    right.set_yticks(range(len(judges)), [""] * len(judges))
+    right.set_ylim(left.get_ylim())
+    right.set_xlim(min(0.0, alt.margin.min()) - 0.03, max(alt.margin.max(), alt.epsilon.max()) + 0.03)
+    right.axvline(0, color="grey", lw=0.8, ls=":")
+    right.set_title("margin per left-out annotator (dots): the judge wins well left of epsilon (bar)", fontsize=9)
+    fig.suptitle("Can the judge replace a human annotator? The alt-test (green: passes, red: fails)", fontsize=10)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def alt_test_section(alt: pd.DataFrame | None, out_dir: Path) -> str:
+    """The alternative annotator test: the plot, a row per judge and the annotators' rows."""
+    if alt is None or alt.empty:
+        return ""
+    png = plot_alt_test(alt, out_dir / "judges_alt_test.png")
+    judges = alt.groupby(["source", "judge", "strategy", "order"], sort=True).first().reset_index()
+    level = f"{judges.confidence.iloc[0]:.0%}"
+    table = pd.DataFrame({
+        "source": judges.source, "judge": judges.judge + " (" + judges.strategy + ", order " + judges.order + ")",
+        "annotators": judges.annotators.astype("Int64"), "epsilon": judges.epsilon,
+        "winning rate": judges.winning_rate.map(lambda v: f"{v:.2f}"),
+        "verdict": judges.passed.map({True: "passes: can replace an annotator", False: "fails"}),
+        f"advantage probability [{level} CI]": [_ci(e, lo, hi) for e, lo, hi in
+                                                zip(judges.advantage_prob, judges.ci_low, judges.ci_high)],
+        "passes from epsilon": judges.epsilon_to_pass.map(lambda v: "never" if pd.isna(v) else f"{v:.2f}")})
+    per = alt.assign(who=alt.judge + " (" + alt.strategy + ")")[
+        ["source", "who", "annotator", "n", "judge_advantage", "annotator_advantage", "margin", "p_by", "wins"]]
+    return ("<h2>Can the judge replace a human annotator? The alternative annotator test</h2><p>On the items that "
+            "carry several human labels (Calderon, Reichart and Dror, 2025): one annotator is left out at a time, "
+            "and on each item the judge and that annotator compete to agree with the others. The judge wins "
+            "against an annotator where a one-sided t-test rejects that the annotator does better by epsilon or "
+            "more (epsilon: what the judge's lower cost is worth), Benjamini-Yekutieli over the annotators; it "
+            "passes where it wins against at least half of them. The advantage probability (how often the judge "
+            "does at least as well as an annotator) compares judges; its CI resamples items. 'Passes from "
+            "epsilon': the smallest epsilon at which the judge would pass. Per left-out annotator in "
+            "alt_test.parquet.</p>"
+            f"<img src='{png.name}' alt='alt-test per judge'>" + _fmt(table) + _fmt(per.round(3)))
+
+
 def plot_strategies(strategies: pd.DataFrame, path: Path) -> Path:
     """Per source, a judge x strategy grid: the strategy's accuracy minus the base strategy's, in
     points, starred where the Holm-adjusted test says they differ."""
@@ -410,12 +467,12 @@ def card_grid(card: pd.DataFrame) -> pd.DataFrame:
     return grid.astype({"n": "Int64"})
 
 
-def leaderboard_section(card: pd.DataFrame, reproduction: pd.DataFrame, pu: pd.DataFrame,
-                        headline: pd.DataFrame, notes: list[str], out_dir: Path,
-                        comparison: pd.DataFrame | None = None, strategies: pd.DataFrame | None = None,
-                        juries: dict | None = None, errors: pd.DataFrame | None = None) -> str:
-    """The judge leaderboard's HTML (plots written into ``out_dir``); ``juries``: see ``juries_section``;
-    ``errors``: ``error_correlation``'s table."""
+def leaderboard_section(judges: dict, out_dir: Path) -> str:
+    """The judge leaderboard's HTML (plots written into ``out_dir``). ``judges``: card,
+    reproduction, pu, headline and notes, and where the audit made them: comparison, strategies,
+    errors (``error_correlation``'s table), alt_test, juries (see ``juries_section``)."""
+    card, reproduction, pu, headline = (judges[k] for k in ("card", "reproduction", "pu", "headline"))
+    notes = judges["notes"]
     parts = ["<h2>Read this first: the judges</h2>", first_screen(headline)]
     if notes:
         parts.append("<p><b>Notes:</b></p><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
@@ -425,8 +482,10 @@ def leaderboard_section(card: pd.DataFrame, reproduction: pd.DataFrame, pu: pd.D
         for png, alt in ((scatter, "accuracy against positional agreement"), (bars, "accuracy per subset")):
             if png is not None:
                 parts.append(f"<img src='{png.name}' alt='{alt}'>")
-    parts += [comparison_section(comparison, out_dir), strategies_section(strategies, out_dir),
-              errors_section(errors, out_dir), juries_section(juries, card, headline, out_dir)]
+    parts += [comparison_section(judges.get("comparison"), out_dir),
+              strategies_section(judges.get("strategies"), out_dir), errors_section(judges.get("errors"), out_dir),
+              juries_section(judges.get("juries"), card, headline, out_dir),
+              alt_test_section(judges.get("alt_test"), out_dir)]
     if not reproduction.empty:
         parts += ["<h2>The benchmarks' own published figures, recomputed</h2>", _fmt(reproduction_table(reproduction))]
     if not pu.empty:
@@ -477,16 +536,13 @@ def attacks_section(attacks: pd.DataFrame, out_dir: Path) -> str:
             + _fmt(table) + f"<img src='{png.name}' alt='flip and fooled rates per attack'>")
 
 
-def write_judge_report(card: pd.DataFrame, reproduction: pd.DataFrame, pu: pd.DataFrame, headline: pd.DataFrame,
-                       notes: list[str], out_dir: Path, attacks: pd.DataFrame | None = None,
-                       comparison: pd.DataFrame | None = None, strategies: pd.DataFrame | None = None,
-                       juries: dict | None = None, errors: pd.DataFrame | None = None) -> Path:
-    """A standalone report.html for ``judgeaudit audit-verdicts`` and ``judge-benchmark``."""
+def write_judge_report(judges: dict, out_dir: Path, attacks: pd.DataFrame | None = None) -> Path:
+    """A standalone report.html for ``judgeaudit audit-verdicts`` and ``judge-benchmark``
+    (``judges``: see ``leaderboard_section``)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     body = (f"<!doctype html><html><head><meta charset='utf-8'><title>judgeaudit: judge report card</title>"
             f"<style>{STYLE}</style></head><body><h1>Judge report card</h1>"
-            + leaderboard_section(card, reproduction, pu, headline, notes, out_dir, comparison, strategies, juries,
-                                  errors)
+            + leaderboard_section(judges, out_dir)
             + attacks_section(attacks if attacks is not None else pd.DataFrame(), out_dir) + "</body></html>")
     path = out_dir / "report.html"
     path.write_text(body)

@@ -510,9 +510,7 @@ def write_report(wr: pd.DataFrame, pls: pd.DataFrame, summary: dict, responses: 
     if judges is not None:
         from judgeaudit.report.judge_report import leaderboard_section
 
-        judges_html = leaderboard_section(judges["card"], judges["reproduction"], judges["pu"],
-                                          judges["headline"], judges["notes"], out_dir, judges.get("comparison"),
-                                          judges.get("strategies"), judges.get("juries"), judges.get("errors"))
+        judges_html = leaderboard_section(judges, out_dir)
     leaderboard_html = ""
     if leaderboard is not None:
         from judgeaudit.report.leaderboard_report import leaderboard_section
@@ -564,7 +562,8 @@ torch {made_on['packages']['torch']}: the tables are bitwise reproducible on one
                                "comparison": judges.get("comparison", pd.DataFrame()).to_dict("records"),
                                "strategies": judges.get("strategies", pd.DataFrame()).to_dict("records"),
                                "juries": judges["juries"]["summary"] if judges.get("juries") else [],
-                               "error_correlation": judges.get("errors", pd.DataFrame()).to_dict("records")}
+                               "error_correlation": judges.get("errors", pd.DataFrame()).to_dict("records"),
+                               "alt_test": judges.get("alt_test", pd.DataFrame()).to_dict("records")}
                if judges else {},
                "score_range": {"summary": score_range["summary"],
                                "correlations": score_range["correlations"].to_dict("records")}

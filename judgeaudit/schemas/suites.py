@@ -255,6 +255,29 @@ def error_correlation_suite() -> list:
     ]
 
 
+def alt_test_suite() -> list:
+    """The alt-test, a row per (judge, left-out annotator): shares and probabilities in [0, 1], the
+    margin in [-1, 1], the advantage probability inside its CI, a pass where half the annotators lose."""
+    return [
+        *_columns(["source", "judge", "strategy", "order", "annotator", "n", "judge_advantage",
+                   "annotator_advantage", "margin", "p_value", "p_by", "wins", "epsilon", "q", "annotators",
+                   "winning_rate", "passed", "advantage_prob", "ci_low", "ci_high"]),
+        gxe.ExpectTableRowCountToBeBetween(min_value=1),
+        *[gxe.ExpectColumnValuesToBeBetween(column=c, min_value=0, max_value=1)
+          for c in ("judge_advantage", "annotator_advantage", "p_value", "p_by", "epsilon", "q", "winning_rate",
+                    "advantage_prob", "ci_low", "ci_high")],
+        gxe.ExpectColumnValuesToBeBetween(column="margin", min_value=-1, max_value=1),
+        gxe.ExpectColumnValuesToBeBetween(column="n", min_value=2),
+        gxe.ExpectColumnValuesToBeBetween(column="annotators", min_value=1),
+        gxe.ExpectColumnValuesToBeInSet(column="wins", value_set=[True, False]),
+        gxe.ExpectColumnValuesToBeInSet(column="passed", value_set=[True, False]),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="p_by", column_B="p_value", or_equal=True),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="ci_high", column_B="advantage_prob", or_equal=True),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="advantage_prob", column_B="ci_low", or_equal=True),
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["source", "judge", "strategy", "order", "annotator"]),
+    ]
+
+
 def leaderboard_win_rates_suite() -> list:
     """One row per leaderboard model: rates in percent, Bradley-Terry score inside its CI."""
     return [
@@ -277,7 +300,7 @@ SUITES = {"prompts": prompts_suite, "synthetic": synthetic_suite, "responses": r
           "score_correlations": correlations_suite, "controlled_win_rates": controlled_win_rates_suite,
           "judgment_table": judgment_table_suite, "judge_quality": judge_quality_suite,
           "judge_comparison": judge_comparison_suite, "strategy_comparison": strategy_comparison_suite,
-          "error_correlation": error_correlation_suite,
+          "error_correlation": error_correlation_suite, "alt_test": alt_test_suite,
           "leaderboard_win_rates": leaderboard_win_rates_suite}
 
 
