@@ -122,12 +122,16 @@ def _verdict_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--epsilon", type=float, default=0.15,
                    help="the alt-test's epsilon, what the judge's lower cost is worth against a human annotator "
                    "(0.2 experts, 0.15 skilled, 0.1 crowd workers)")
+    p.add_argument("--alpha", type=float, default=0.1,
+                   help="trust or escalate: each judge keeps the pairs where it agrees with the label at least "
+                   "1 - alpha of the time (with probability 0.9)")
     p.add_argument("--cache-dir", help="keep the PU audit's embeddings here between runs")
 
 
 def _verdict_settings(args: argparse.Namespace):
     from judgeaudit.audits.alt_test import AltTestSettings
     from judgeaudit.audits.pu_audit import PUConfig
+    from judgeaudit.audits.selective import SelectiveSettings
     from judgeaudit.audits.stats import BootstrapSettings
     from judgeaudit.pipeline.real_judges import VerdictAuditSettings
 
@@ -136,7 +140,8 @@ def _verdict_settings(args: argparse.Namespace):
                                 pu=None if args.no_pu else PUConfig(seed=args.seed), pu_strategies=strategies,
                                 encoder=args.encoder, cache_dir=Path(args.cache_dir) if args.cache_dir else None,
                                 base_strategy={args.source: args.base_strategy} if args.base_strategy else None,
-                                alt_test=AltTestSettings(epsilon=args.epsilon))
+                                alt_test=AltTestSettings(epsilon=args.epsilon),
+                                selective=SelectiveSettings(alpha=args.alpha))
 
 
 def _audit_and_write(table, files, notes: list[str], args: argparse.Namespace,
@@ -185,6 +190,17 @@ def _audit_and_write(table, files, notes: list[str], args: argparse.Namespace,
               f"{jury['estimate']:.3f} [{jury['ci_low']:.3f}, {jury['ci_high']:.3f}] (n={jury['n']}), juries.parquet")
     for r in result.jury_comparison.itertuples():
         _print_comparison(r)
+    for r in info["trust_or_escalate"]:
+        kept, right, every = r["coverage"], r["selective_accuracy"], r["accuracy"]
+        head = f"{r['source']}: {r['judge']} ({r['strategy']})"
+        if r["threshold"] is None:
+            print(f"{head} escalates every pair: no confidence threshold gives {1 - r['alpha']:.0%} agreement with "
+                  f"the guarantee (accuracy {every['estimate']:.3f} on n={every['n']}), selective.parquet")
+            continue
+        print(f"{head} keeps {kept['estimate']:.1%} [{kept['ci_low']:.1%}, {kept['ci_high']:.1%}] of the pairs "
+              f"(confidence >= {r['threshold']:.3f}) with agreement {right['estimate']:.3f} [{right['ci_low']:.3f}, "
+              f"{right['ci_high']:.3f}] (n={right['n']}), against {every['estimate']:.3f} on every pair, "
+              "selective.parquet")
     for r in info["replaces_annotators"]:
         ever = "never" if r["epsilon_to_pass"] is None else f"from epsilon {r['epsilon_to_pass']:.2f}"
         print(f"{r['source']}: {r['judge']} ({r['strategy']}, order {r['order']}) "

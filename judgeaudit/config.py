@@ -347,6 +347,15 @@ class RealJudgesAltTest(_Strict):
     min_items: int = Field(ge=2, default=30)  # an annotator with fewer items is left out
 
 
+class RealJudgesSelective(_Strict):
+    """Trust or escalate: selective evaluation with a guarantee of agreement (audits/selective.py)."""
+
+    alpha: float = Field(gt=0, lt=1, default=0.1)  # the judge keeps pairs where it errs at most this often
+    delta: float = Field(gt=0, lt=1, default=0.1)  # with probability at least 1 - delta
+    min_n: int = Field(ge=1, default=30)  # a threshold is tested over at least this many pairs
+    splits: int = Field(ge=1, default=200)  # random halvings that check the guarantee
+
+
 class RealJudges(_Strict):
     """Recorded verdicts of real judges on public benchmarks: report card, published
     figures recomputed, PU audit. A source whose path is absent is noted and skipped."""
@@ -355,6 +364,7 @@ class RealJudges(_Strict):
     n_boot: int = Field(ge=100, default=1000)
     pu: RealJudgesPU | None = RealJudgesPU()
     alt_test: RealJudgesAltTest = RealJudgesAltTest()
+    selective: RealJudgesSelective = RealJudgesSelective()
 
 
 class JudgeBoard(_Strict):

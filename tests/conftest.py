@@ -97,7 +97,8 @@ def tiny_params(processes: int = 1) -> dict:
     params["real_judges"] = {"sources": {"llmbar": str(data / "llmbar"), "pandalm": str(data / "pandalm"),
                                          "judgebench": str(data / "judgebench")},
                              "n_boot": 200, "pu": {"splits": 2, "folds": 2, "max_length": 32},
-                             "alt_test": {"min_items": 2}}  # PandaLM's sample: five items
+                             # PandaLM's sample has five items; LLMBar's four pairs per judge
+                             "alt_test": {"min_items": 2}, "selective": {"min_n": 2, "splits": 5}}
     params["leaderboard"] = {"source": "alpacaeval", "path": str(data / "alpacaeval"), "n_boot": 200}
     # in-process: worker processes that import torch cost more than the tiny tasks they
     # share; the end-to-end flow and the kill drill run the default pool of two
@@ -145,7 +146,7 @@ TINY_TABLES = ["prompts/prompts.parquet", "synthetic/answers.parquet", "response
                "score_range/correlations.parquet", "real_judges/judgments.parquet",
                "real_judges/judge_quality.parquet", "real_judges/judge_comparison.parquet",
                "real_judges/strategy_comparison.parquet", "real_judges/error_correlation.parquet",
-               "real_judges/alt_test.parquet",
+               "real_judges/alt_test.parquet", "real_judges/selective.parquet",
                "leaderboard/win_rates.parquet",
                "leakage_studies/mixing.parquet", "leakage_studies/scale.parquet", "students/index.parquet"]
 

@@ -237,3 +237,15 @@ def test_real_judges_stage_on_every_source(tmp_path):
     assert not any(r["passed"] for r in alt.values()) and alt[("pandalm", "pandalm-7b")]["epsilon_to_pass"] == 0.3
     assert len(pd.read_parquet(tmp_path / "alt_test.parquet")) == 6
     assert "Can the judge replace a human annotator?" in report and (tmp_path / "judges_alt_test.png").exists()
+    # trust or escalate at 90% agreement: GPT-4, confident where its 30 verdicts on a pair agree, keeps most LLMBar
+    # pairs and beats its own overall accuracy on them; no other judge has a subset that carries the guarantee
+    trust = {(r["source"], r["judge"]): r for r in info["trust_or_escalate"]}
+    assert len(trust) == 12 and "pandalm" not in {s for s, _ in trust}  # one verdict per pair: no confidence
+    gpt4 = trust[("llmbar", "GPT-4")]
+    assert gpt4["confidence"] == "agreement of its 30 verdicts per pair" and 0.6 < gpt4["coverage"]["estimate"] < 0.9
+    assert gpt4["selective_accuracy"]["ci_low"] > 0.85 and gpt4["selective_accuracy"]["estimate"] >= 0.9
+    assert gpt4["selective_accuracy"]["estimate"] > gpt4["accuracy"]["estimate"] + 0.04
+    assert all(r["threshold"] is None and r["coverage"]["estimate"] == 0 for key, r in trust.items()
+               if key != ("llmbar", "GPT-4"))
+    assert trust[("judgebench", "Skywork_Skywork-Reward-Gemma-2-27B")]["confidence"] == "p_1"
+    assert "Trust or escalate" in report and (tmp_path / "judges_selective.png").stat().st_size > 1000

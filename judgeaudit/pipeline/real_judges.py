@@ -1,8 +1,8 @@
 """Stage ``real_judges`` (and ``judgeaudit audit-verdicts``): recorded verdicts of real
 judges on public benchmarks read into the general judgment table, then the report card,
 the sources' own published figures recomputed, paired comparisons of the judges on the same
-pairs, the alternative annotator test where items carry several human labels, and the PU
-audit with its self-check. A source whose path is absent is noted and skipped, never an error."""
+pairs, the alternative annotator test where items carry several human labels, selective
+evaluation (trust or escalate), and the PU audit with its self-check. A source whose path is absent is noted and skipped, never an error."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from judgeaudit.audits.juries import compare_juries, juries, jury_card
 from judgeaudit.audits.pu_audit import PUConfig
 from judgeaudit.audits.pu_verdicts import pu_audit_verdicts
 from judgeaudit.audits.reproduction import reproduce_published
+from judgeaudit.audits.selective import SelectiveSettings, selective
 from judgeaudit.audits.stats import BootstrapSettings
 from judgeaudit.models.encoder import DEFAULT_ENCODER
 from judgeaudit.progress import Steps, done, each, plan
@@ -44,6 +45,7 @@ class VerdictAuditSettings:
     cache_dir: Path | None = None  # embeddings kept here between runs (None: not kept)
     base_strategy: dict[str, str] | None = None  # per source; None: judge_comparison.BASE_STRATEGY
     alt_test: AltTestSettings = AltTestSettings()
+    selective: SelectiveSettings = SelectiveSettings()
 
 
 @dataclass
@@ -62,6 +64,7 @@ class VerdictAudit:
     jury_members: dict[tuple[str, str], list[str]] = field(default_factory=dict)  # (source, jury): its judges
     error_correlation: pd.DataFrame = field(default_factory=pd.DataFrame)  # which judges err on the same pairs
     alt_test: pd.DataFrame = field(default_factory=pd.DataFrame)  # can a judge replace a human annotator
+    selective: pd.DataFrame = field(default_factory=pd.DataFrame)  # trust or escalate: the pairs a judge keeps
     attack_pairs: pd.DataFrame = field(default_factory=pd.DataFrame)  # a live judge's attacked pairs
     attacks: pd.DataFrame = field(default_factory=pd.DataFrame)  # their flip and fooled rates
 
@@ -123,6 +126,7 @@ def audit_verdicts(table: pd.DataFrame, settings: VerdictAuditSettings, *,
     jury = _juries(table, chosen, settings.bootstrap)
     errors = error_correlation(table, settings.bootstrap, chosen) if len(chosen) else pd.DataFrame()
     alt = alt_test(table, settings.alt_test, settings.bootstrap) if len(table) else pd.DataFrame()
+    kept = selective(table, chosen, settings.selective, settings.bootstrap) if len(chosen) else pd.DataFrame()
     done(steps)
     pu = pd.DataFrame()
     labelled = table[table["label"].isin(["1", "2"])] if len(table) else table
@@ -131,7 +135,8 @@ def audit_verdicts(table: pd.DataFrame, settings: VerdictAuditSettings, *,
                                   embed or make_embedder(settings, steps), settings.pu, settings.bootstrap,
                                   folds=settings.pu_folds, steps=steps)
     return VerdictAudit(table, card, reproduction, pu, files if files is not None else pd.DataFrame(), notes,
-                        comparison, strategies=strategies, error_correlation=errors, alt_test=alt, **jury)
+                        comparison, strategies=strategies, error_correlation=errors, alt_test=alt,
+                        selective=kept, **jury)
 
 
 def _juries(table: pd.DataFrame, chosen: pd.DataFrame, settings: BootstrapSettings) -> dict:
@@ -254,6 +259,7 @@ def summary(result: VerdictAudit) -> dict:
             "judge_comparisons": compared, "strategy_comparisons": against_base, "juries": jury_summary(result),
             "errors_together": errors_together(result.error_correlation),
             "replaces_annotators": replaces_annotators(result.alt_test),
+            "trust_or_escalate": trust_or_escalate(result.selective),
             "headline": headline(result.card, result.reproduction).to_dict("records"), "notes": result.notes}
 
 
@@ -300,6 +306,21 @@ def replaces_annotators(alt: pd.DataFrame) -> list[dict]:
             for r in records]
 
 
+def trust_or_escalate(kept: pd.DataFrame) -> list[dict]:
+    """Per judge: its threshold (None: it escalates every pair), and each metric of the selective
+    evaluation with its CI and n."""
+    out = []
+    for (source, judge, strategy), grp in kept.groupby(["source", "judge", "strategy"], sort=True) if len(kept) else ():
+        lam = float(grp.threshold.iloc[0])
+        out.append({"source": source, "judge": judge, "strategy": strategy, "confidence": grp.confidence.iloc[0],
+                    "alpha": float(grp.alpha.iloc[0]), "threshold": lam if np.isfinite(lam) else None,
+                    **{r.metric: {"estimate": None if pd.isna(r.estimate) else float(r.estimate),
+                                  "ci_low": None if pd.isna(r.ci_low) else float(r.ci_low),
+                                  "ci_high": None if pd.isna(r.ci_high) else float(r.ci_high), "n": int(r.n)}
+                       for r in grp.itertuples()}})
+    return out
+
+
 def write_audit(result: VerdictAudit, out: Path, quarantine: Path) -> dict[str, Path]:
     """Validate the tables (Great Expectations), then write them, the summary and the report."""
     from judgeaudit.report.judge_report import write_judge_report
@@ -316,7 +337,7 @@ def write_audit(result: VerdictAudit, out: Path, quarantine: Path) -> dict[str, 
                ("juries", result.juries, "judge_quality"), ("jury_verdicts", result.jury_verdicts, "judgment_table"),
                ("jury_comparison", result.jury_comparison, "judge_comparison"),
                ("error_correlation", result.error_correlation, "error_correlation"),
-               ("alt_test", result.alt_test, "alt_test"))
+               ("alt_test", result.alt_test, "alt_test"), ("selective", result.selective, "selective"))
     for name, frame, suite in checked:
         if len(frame):
             validate_table(frame, suite, str(out / f"{name}.parquet"), quarantine_dir=quarantine)
@@ -339,19 +360,21 @@ def report_tables(result: VerdictAudit, info: dict) -> dict:
     return {"card": result.card, "reproduction": result.reproduction, "pu": result.pu,
             "headline": pd.DataFrame(info["headline"]), "notes": result.notes, "comparison": result.comparison,
             "strategies": result.strategies, "errors": result.error_correlation, "alt_test": result.alt_test,
+            "selective": result.selective,
             "juries": {"card": result.juries, "comparison": result.jury_comparison, "summary": info["juries"]}}
 
 
 def settings_from_params(params, cache_dir: Path | None) -> VerdictAuditSettings:
     """The stage's settings, resolved once from params.yaml."""
     section = params.real_judges
-    pu, alt = section.pu, section.alt_test
+    pu, alt, sel = section.pu, section.alt_test, section.selective
     return VerdictAuditSettings(
         bootstrap=BootstrapSettings(section.n_boot, params.audit.confidence, params.seed),
         pu=PUConfig(p_ratio=pu.p_ratio, eta=pu.eta, n_splits=pu.splits, seed=params.seed) if pu else None,
         pu_folds=pu.folds if pu else 5, pu_strategies=dict(pu.strategies) if pu else {},
         encoder=pu.encoder if pu else DEFAULT_ENCODER, max_length=pu.max_length if pu else 128,
-        cache_dir=cache_dir, alt_test=AltTestSettings(alt.epsilon, alt.q, alt.min_items))
+        cache_dir=cache_dir, alt_test=AltTestSettings(alt.epsilon, alt.q, alt.min_items),
+        selective=SelectiveSettings(sel.alpha, sel.delta, sel.min_n, sel.splits))
 
 
 def real_judges_stage(params, root: Path, steps: Steps | None = None) -> VerdictAudit:

@@ -391,6 +391,59 @@ def alt_test_section(alt: pd.DataFrame | None, out_dir: Path) -> str:
             f"<img src='{png.name}' alt='alt-test per judge'>" + _fmt(table) + _fmt(per.round(3)))
 
 
+def plot_selective(kept: pd.DataFrame, path: Path) -> Path:
+    """Per source, each judge's agreement on every test pair (grey) and on the pairs it keeps (green),
+    with CIs, the share it keeps beside them, and the target 1 - alpha."""
+    wide = kept.pivot(index=["source", "judge"], columns="metric", values=["estimate", "ci_low", "ci_high"])
+    sources = sorted(kept.source.unique())
+    sizes = [len(wide.loc[s]) for s in sources]
+    fig, axes = plt.subplots(len(sources), 1, figsize=(9, sum(0.45 * k + 1.0 for k in sizes)), squeeze=False,
+                             gridspec_kw={"height_ratios": sizes}, layout="constrained")
+    for ax, source in zip(axes[:, 0], sources):
+        w = wide.loc[source].sort_values(("estimate", "accuracy"))
+        y = np.arange(len(w))
+        for offset, metric, colour in ((-0.2, "accuracy", "tab:grey"), (0.2, "selective_accuracy", "tab:green")):
+            est, lo, hi = (w[(k, metric)].to_numpy(float) for k in ("estimate", "ci_low", "ci_high"))
+            ax.barh(y + offset, np.nan_to_num(est), height=0.4, color=colour, capsize=2,
+                    xerr=np.nan_to_num(np.vstack([est - lo, hi - est])), label=metric.replace("_", " "))
+        for k, cover in enumerate(w[("estimate", "coverage")]):
+            ax.text(1.01, k, f"keeps {cover:.0%}" if cover > 0 else "escalates all", va="center", fontsize=7)
+        ax.axvline(1 - kept.alpha.iloc[0], color="black", lw=0.8, ls="--")
+        ax.set_yticks(y, list(w.index), fontsize=7)
+        ax.set_xlim(0, 1.15)
+        ax.set_title(f"{source}: agreement with the label, every test pair (grey) and the pairs kept (green); "
+                     f"dashed: 1 - alpha", fontsize=9)
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize=8)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def selective_section(kept: pd.DataFrame | None, out_dir: Path) -> str:
+    """Trust or escalate: the plot and a row per judge."""
+    if kept is None or kept.empty:
+        return ""
+    png = plot_selective(kept, out_dir / "judges_selective.png")
+    cells = kept.assign(cell=_cells(kept, with_n=True))
+    table = cells.pivot_table(index=["source", "judge", "strategy", "confidence", "threshold"], columns="metric",
+                              values="cell", aggfunc="first").reset_index()
+    table.columns.name = None
+    table["threshold"] = table.threshold.map(lambda v: "escalates all" if np.isinf(v) else f"{v:.3f}")
+    alpha, delta = kept.alpha.iloc[0], kept.delta.iloc[0]
+    return ("<h2>Trust or escalate: the pairs each judge can be trusted with</h2><p>Selective evaluation (Jung, "
+            "Brahman and Choi, 2025): each judge, in its strategy of the first screen, keeps the pairs where its "
+            "confidence reaches a threshold and escalates the rest to a stronger judge or a human. The threshold "
+            "is calibrated on a random half of the pairs (one order each) by fixed-sequence testing with an exact "
+            f"binomial bound, so that on the pairs kept the judge agrees with the label at least {1 - alpha:.0%} "
+            f"of the time with probability at least {1 - delta:.0%}. Confidence: a reward model's max(p_1, "
+            "1 - p_1); otherwise the share of the judge's verdicts on the pair, over its strategies and both "
+            "orders, that agree. On the other half: the share kept, the agreement on it and on every pair; "
+            "target_reached: over random halvings, the share whose kept test pairs reached the target (the "
+            "guarantee bounds the true rate, and a finite test half misses it by chance now and then). Rows in "
+            "selective.parquet.</p>"
+            f"<img src='{png.name}' alt='selective evaluation per judge'>" + _fmt(table))
+
+
 def plot_strategies(strategies: pd.DataFrame, path: Path) -> Path:
     """Per source, a judge x strategy grid: the strategy's accuracy minus the base strategy's, in
     points, starred where the Holm-adjusted test says they differ."""
@@ -485,7 +538,7 @@ def leaderboard_section(judges: dict, out_dir: Path) -> str:
     parts += [comparison_section(judges.get("comparison"), out_dir),
               strategies_section(judges.get("strategies"), out_dir), errors_section(judges.get("errors"), out_dir),
               juries_section(judges.get("juries"), card, headline, out_dir),
-              alt_test_section(judges.get("alt_test"), out_dir)]
+              alt_test_section(judges.get("alt_test"), out_dir), selective_section(judges.get("selective"), out_dir)]
     if not reproduction.empty:
         parts += ["<h2>The benchmarks' own published figures, recomputed</h2>", _fmt(reproduction_table(reproduction))]
     if not pu.empty:

@@ -563,7 +563,8 @@ torch {made_on['packages']['torch']}: the tables are bitwise reproducible on one
                                "strategies": judges.get("strategies", pd.DataFrame()).to_dict("records"),
                                "juries": judges["juries"]["summary"] if judges.get("juries") else [],
                                "error_correlation": judges.get("errors", pd.DataFrame()).to_dict("records"),
-                               "alt_test": judges.get("alt_test", pd.DataFrame()).to_dict("records")}
+                               "alt_test": judges.get("alt_test", pd.DataFrame()).to_dict("records"),
+                               "selective": judges.get("selective", pd.DataFrame()).to_dict("records")}
                if judges else {},
                "score_range": {"summary": score_range["summary"],
                                "correlations": score_range["correlations"].to_dict("records")}

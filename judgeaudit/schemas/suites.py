@@ -278,6 +278,26 @@ def alt_test_suite() -> list:
     ]
 
 
+def selective_suite() -> list:
+    """Selective evaluation, a row per (judge, metric): rates in [0, 1] inside their CIs (nan where a judge
+    keeps no pair), the four metrics of each judge, a threshold that is a confidence or inf (escalate all)."""
+    return [
+        *_columns(["source", "judge", "strategy", "confidence", "alpha", "delta", "threshold", "metric", "n"]),
+        gxe.ExpectTableRowCountToBeBetween(min_value=4),
+        gxe.ExpectColumnValuesToBeInSet(column="metric", value_set=["coverage", "selective_accuracy", "accuracy",
+                                                                    "target_reached"]),
+        *[gxe.ExpectColumnValuesToBeBetween(column=c, min_value=0, max_value=1)
+          for c in ("estimate", "ci_low", "ci_high", "alpha", "delta")],
+        gxe.ExpectColumnValuesToBeBetween(column="threshold", min_value=0),
+        gxe.ExpectColumnValuesToBeBetween(column="n", min_value=0),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="ci_high", column_B="estimate", or_equal=True,
+                                                    ignore_row_if="either_value_is_missing"),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="estimate", column_B="ci_low", or_equal=True,
+                                                    ignore_row_if="either_value_is_missing"),
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["source", "judge", "strategy", "metric"]),
+    ]
+
+
 def leaderboard_win_rates_suite() -> list:
     """One row per leaderboard model: rates in percent, Bradley-Terry score inside its CI."""
     return [
@@ -301,6 +321,7 @@ SUITES = {"prompts": prompts_suite, "synthetic": synthetic_suite, "responses": r
           "judgment_table": judgment_table_suite, "judge_quality": judge_quality_suite,
           "judge_comparison": judge_comparison_suite, "strategy_comparison": strategy_comparison_suite,
           "error_correlation": error_correlation_suite, "alt_test": alt_test_suite,
+          "selective": selective_suite,
           "leaderboard_win_rates": leaderboard_win_rates_suite}
 
 

@@ -1,0 +1,140 @@
+"""Trust or escalate: a judge that abstains where it is unsure, with a guarantee of agreement with
+the labels on the pairs it keeps (selective evaluation; Jung, Brahman and Choi, ICLR 2025).
+
+Per judge (in the stage: each judge in its first-screen strategy), on labelled pairs:
+
+- the unit is one verdict on one pair, in one presentation order drawn at random (seeded): the
+  guarantee's binomial bound needs independent units, and a pair's two orders are not;
+- the judge's confidence in a verdict: max(p_1, 1 - p_1) where it gives p_1 (reward models), and
+  otherwise the share of all its verdicts on the pair (every strategy, both orders) that say the
+  same: its own strategies stand in for the paper's simulated annotators;
+- the pairs are split in halves (seeded). On the calibration half, thresholds are tested from the
+  most confident down (fixed-sequence testing): a threshold holds where the exact (Clopper-Pearson)
+  upper bound, at level 1 - delta, of the error rate over the units at or above it is at most alpha,
+  over at least ``min_n`` units; the threshold is the last that holds before the first that does
+  not. The judge keeps a verdict at or above it and escalates the rest (to a stronger judge or a
+  human). Where no threshold holds it escalates everything;
+- on the test half: ``coverage`` (pairs kept), ``selective_accuracy`` (agreement with the label on
+  them) and ``accuracy`` (every test pair, the judge that never abstains), each with a bootstrap CI
+  over pairs;
+- ``target_reached``: over ``splits`` more random halvings, the share whose kept test pairs reach
+  1 - alpha (one that keeps none does), with its exact binomial CI: the guarantee, checked as far as
+  the pairs allow. The guarantee bounds the judge's true error rate on the pairs kept, and a test
+  half of a few hundred pairs measures it with an error of a few points, so this share can fall
+  below 1 - delta where the guarantee holds (it does on simulated judges whose true rates are known:
+  tests/test_selective.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from judgeaudit.audits.judge_quality import UNPARSEABLE_AS
+from judgeaudit.audits.stats import BootstrapSettings, joint_bootstrap
+
+COLUMNS = ["source", "judge", "strategy", "confidence", "alpha", "delta", "threshold", "metric", "estimate",
+           "ci_low", "ci_high", "n"]
+PAIR = ["subset", "item_id"]
+
+
+@dataclass(frozen=True)
+class SelectiveSettings:
+    """The guarantee asked (agreement at least 1 - alpha with probability 1 - delta) and how it is
+    checked (params.yaml ``real_judges.selective``)."""
+
+    alpha: float = 0.1
+    delta: float = 0.1
+    min_n: int = 30
+    splits: int = 200
+
+
+def units(table: pd.DataFrame, source: str, judge: str, strategy: str, seed: int) -> tuple[pd.DataFrame, str]:
+    """(one labelled unit per pair: the verdict of ``strategy`` in one order drawn at random, whether it is
+    right, the judge's confidence in it; the kind of confidence)."""
+    mine = table[(table["source"] == source) & (table["judge"] == judge)]
+    verdicts = mine["verdict"].replace("unparseable", UNPARSEABLE_AS.get(source, "unparseable"))
+    mine = mine.assign(verdict=verdicts)
+    chosen = mine[(mine["strategy"] == strategy) & mine["label"].notna()]
+    chosen = chosen.sample(frac=1.0, random_state=seed).drop_duplicates(PAIR).sort_values(PAIR)
+    if chosen["p_1"].notna().all():
+        confidence, kind = np.maximum(chosen["p_1"], 1 - chosen["p_1"]).to_numpy(), "p_1"
+    else:
+        same = mine[PAIR + ["verdict"]].merge(chosen[PAIR + ["verdict"]], on=PAIR, suffixes=("", "_chosen"))
+        share = (same["verdict"] == same["verdict_chosen"]).groupby([same[c] for c in PAIR]).mean()
+        confidence = share.reindex(pd.MultiIndex.from_frame(chosen[PAIR])).to_numpy()
+        kind = f"agreement of its {mine.groupby(PAIR).size().max()} verdicts per pair"
+    out = chosen[PAIR].assign(correct=(chosen["verdict"] == chosen["label"]).to_numpy(), confidence=confidence)
+    return out.reset_index(drop=True), kind
+
+
+def threshold(confidence: np.ndarray, correct: np.ndarray, settings: SelectiveSettings) -> float:
+    """The calibrated threshold (fixed-sequence testing from the most confident down); inf where
+    none holds, so that every verdict is escalated."""
+    levels = np.unique(confidence)[::-1]
+    kept = (confidence[None, :] >= levels[:, None])
+    n = kept.sum(axis=1)
+    errors = (kept & ~correct[None, :]).sum(axis=1)
+    upper = np.where(errors >= n, 1.0, stats.beta.ppf(1 - settings.delta, errors + 1, np.maximum(n - errors, 1)))
+    tested = n >= settings.min_n
+    holds = upper[tested] <= settings.alpha
+    if not len(holds) or not holds[0]:
+        return np.inf
+    run = len(holds) if holds.all() else int(np.argmin(holds))
+    return float(levels[tested][run - 1])
+
+
+def _halves(n: int, rng: np.random.Generator) -> np.ndarray:
+    """A random half of ``n`` pairs (True: calibration)."""
+    cal = np.zeros(n, bool)
+    cal[rng.permutation(n)[: n // 2]] = True
+    return cal
+
+
+def _held(unit: pd.DataFrame, settings: SelectiveSettings, rng: np.random.Generator) -> np.ndarray:
+    """Per random halving: whether the kept test pairs reach 1 - alpha (True where none is kept)."""
+    conf, right = unit["confidence"].to_numpy(), unit["correct"].to_numpy()
+    held = []
+    for _ in range(settings.splits):
+        cal = _halves(len(unit), rng)
+        kept = ~cal & (conf >= threshold(conf[cal], right[cal], settings))
+        held.append(not kept.any() or right[kept].mean() >= 1 - settings.alpha)
+    return np.array(held)
+
+
+def selective(table: pd.DataFrame, chosen: pd.DataFrame, settings: SelectiveSettings,
+              boot: BootstrapSettings) -> pd.DataFrame:
+    """Selective evaluation of each (source, judge, strategy) row of ``chosen`` whose confidence
+    takes two values or more on its labelled pairs (``COLUMNS``: a row per metric)."""
+    rows = []
+    for r in chosen[["source", "judge", "strategy"]].drop_duplicates().itertuples(index=False):
+        unit, kind = units(table, r.source, r.judge, r.strategy, boot.seed)
+        if len(unit) < 2 * settings.min_n or unit["confidence"].nunique() < 2:
+            continue
+        rng = np.random.default_rng(boot.seed)
+        cal = _halves(len(unit), rng)
+        conf, right = unit["confidence"].to_numpy(), unit["correct"].to_numpy()
+        lam = threshold(conf[cal], right[cal], settings)
+        test_kept, test_right = (conf >= lam)[~cal].astype(float), right[~cal].astype(float)
+        est = joint_bootstrap({"kept": test_kept, "right": test_right}, {
+            "coverage": lambda c: c["kept"].mean(axis=-1),
+            "selective_accuracy": lambda c: _ratio((c["kept"] * c["right"]).sum(axis=-1), c["kept"].sum(axis=-1)),
+            "accuracy": lambda c: c["right"].mean(axis=-1)}, boot)
+        held = _held(unit, settings, rng)
+        ci = stats.binomtest(int(held.sum()), len(held)).proportion_ci(boot.confidence, method="exact")
+        keys = {"source": r.source, "judge": r.judge, "strategy": r.strategy, "confidence": kind,
+                "alpha": settings.alpha, "delta": settings.delta, "threshold": lam}
+        sizes = {"coverage": len(test_kept), "selective_accuracy": int(test_kept.sum()),
+                 "accuracy": len(test_kept)}
+        rows += [keys | {"metric": m, "estimate": e.estimate, "ci_low": e.ci_low, "ci_high": e.ci_high,
+                         "n": sizes[m]} for m, e in est.items()]
+        rows.append(keys | {"metric": "target_reached", "estimate": float(held.mean()), "ci_low": ci.low,
+                            "ci_high": ci.high, "n": len(held)})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    return np.where(den > 0, num / np.maximum(den, 1), np.nan)

@@ -1,0 +1,129 @@
+"""Trust or escalate (audits/selective.py): the calibrated threshold against the exact binomial bound
+worked by hand, a judge whose confidence tells its errors apart keeping its sure pairs with the
+promised agreement, one whose confidence says nothing escalating every pair, and the two kinds of
+confidence (a reward model's p_1, the agreement of a judge's own verdicts)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from judgeaudit.audits.selective import COLUMNS, SelectiveSettings, selective, threshold, units
+from judgeaudit.audits.stats import BootstrapSettings
+from judgeaudit.sources.judgment_table import COLUMNS as TABLE_COLUMNS
+
+FAST = BootstrapSettings(n_boot=300, confidence=0.95, seed=0)
+
+
+def _row(judge: str, strategy: str, item: int, order: str, verdict: str, label: str, p_1: float | None = None) -> dict:
+    return {"source": "synthetic", "subset": "all", "item_id": f"{item:04d}", "prompt": "q", "response_1": "a",
+            "response_2": "b", "model_1": None, "model_2": None, "judge": judge, "strategy": strategy,
+            "order": order, "verdict": verdict, "p_1": p_1, "label": label, "human_labels": None, "raw_output": None}
+
+
+def _reward_model(name: str, n: int, informative: bool, seed: int) -> list[dict]:
+    """A reward model's rows (both orders, one p_1): with ``informative``, wrong only where it is unsure
+    (p_1 within 1/4 of 1/2: then right 45% of the time); otherwise wrong on a quarter of the pairs whatever
+    its confidence."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        label = "1" if i % 2 else "2"
+        sure = rng.uniform(0.5, 1.0)
+        right = rng.random() < (1.0 if sure > 0.75 else 0.45) if informative else rng.random() < 0.75
+        verdict = label if right else {"1": "2", "2": "1"}[label]
+        p_1 = sure if verdict == "1" else 1 - sure
+        rows += [_row(name, "reward_model", i, order, verdict, label, p_1) for order in ("1", "2")]
+    return rows
+
+
+def test_threshold_is_the_last_level_whose_exact_bound_holds():
+    settings = SelectiveSettings(alpha=0.2, delta=0.1, min_n=5)
+    confidence = np.array([0.9] * 20 + [0.8] * 20 + [0.7] * 20)
+    correct = np.array([True] * 20 + [True] * 18 + [False] * 2 + [False] * 12 + [True] * 8)
+    # the upper bound of the error rate over the units at or above each level, worked out with scipy's own test
+    bound = [stats.binomtest(k, n, alternative="less").proportion_ci(0.9, method="exact").high
+             for k, n in ((0, 20), (2, 40), (14, 60))]
+    assert bound[0] <= 0.2 and bound[1] <= 0.2 < bound[2]
+    assert threshold(confidence, correct, settings) == 0.8
+    # a level over fewer than min_n units is not tested; none that holds: escalate everything
+    assert threshold(confidence, correct, SelectiveSettings(alpha=0.2, delta=0.1, min_n=30)) == 0.8
+    assert threshold(confidence, correct, SelectiveSettings(alpha=0.1, delta=0.1, min_n=5)) == np.inf
+    # the sequence stops at the first level that fails, even where a lower one would hold again
+    dip = np.array([True] * 20 + [False] * 10 + [True] * 90)
+    conf = np.r_[[0.9] * 20, [0.8] * 10, [0.7] * 90]
+    assert threshold(conf, dip, SelectiveSettings(alpha=0.2, delta=0.1, min_n=5)) == 0.9
+
+
+def test_a_judge_whose_confidence_tells_its_errors_apart_keeps_its_sure_pairs():
+    table = pd.DataFrame(_reward_model("sure", 400, True, 1) + _reward_model("blind", 400, False, 2),
+                         columns=TABLE_COLUMNS)
+    chosen = pd.DataFrame({"source": "synthetic", "judge": ["sure", "blind"], "strategy": "reward_model"})
+    settings = SelectiveSettings(alpha=0.1, delta=0.1, min_n=30, splits=100)
+    result = selective(table, chosen, settings, FAST)
+    assert list(result.columns) == COLUMNS and len(result) == 8
+    wide = result.pivot(index="judge", columns="metric", values="estimate")
+    n = result.pivot(index="judge", columns="metric", values="n")
+    assert set(result.confidence) == {"p_1"}
+    # the informative one keeps about half the pairs, right on 90% of them or more, far above its overall rate
+    assert 0.3 < wide.loc["sure", "coverage"] < 0.7 and wide.loc["sure", "selective_accuracy"] >= 0.9
+    assert wide.loc["sure", "selective_accuracy"] > wide.loc["sure", "accuracy"] + 0.1
+    assert n.loc["sure", "coverage"] == 200 and n.loc["sure", "selective_accuracy"] < 200
+    # the test half's own agreement misses 90% now and then by chance (see the next test for the guarantee)
+    assert wide.loc["sure", "target_reached"] >= 0.7 and n.loc["sure", "target_reached"] == 100
+    # 75% right whatever it says: no threshold gives 90%, every pair goes up
+    blind = result[result.judge == "blind"]
+    assert np.isinf(blind.threshold).all() and wide.loc["blind", "coverage"] == 0
+    assert np.isnan(wide.loc["blind", "selective_accuracy"]) and 0.65 < wide.loc["blind", "accuracy"] < 0.85
+    kept = result[result.metric != "selective_accuracy"]
+    assert (kept.ci_low <= kept.estimate).all() and (kept.estimate <= kept.ci_high).all()
+
+
+def test_confidence_is_the_agreement_of_the_judges_own_verdicts_and_one_order_per_pair():
+    rows = []
+    for i, votes in enumerate((["1"] * 4, ["1", "1", "1", "2"], ["1", "2", "2", "2"])):
+        for (strategy, order), verdict in zip([("A", "1"), ("A", "2"), ("B", "1"), ("B", "2")], votes):
+            rows.append(_row("j", strategy, i, order, verdict, "1"))
+    table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
+    unit, kind = units(table, "synthetic", "j", "A", seed=0)
+    assert kind == "agreement of its 4 verdicts per pair" and len(unit) == 3  # one order of each pair
+    # pair 0: all agree; pair 1: A says "1" in both orders, 3 of 4 agree; pair 2: A's order 1 says "1" (1 of 4)
+    # and its order 2 says "2" (3 of 4)
+    assert unit.confidence.iloc[0] == 1.0 and unit.confidence.iloc[1] == 0.75
+    assert unit.confidence.iloc[2] in (0.25, 0.75) and unit.correct.iloc[2] == (unit.confidence.iloc[2] == 0.25)
+    assert units(table, "synthetic", "j", "A", seed=0)[0].equals(unit)  # the order drawn is seeded
+    # too few pairs to calibrate on: no rows rather than a guess
+    chosen = pd.DataFrame({"source": ["synthetic"], "judge": ["j"], "strategy": ["A"]})
+    assert selective(table, chosen, SelectiveSettings(), FAST).empty
+
+
+@pytest.mark.parametrize("alpha", [0.05, 0.2])
+def test_a_looser_target_keeps_more(alpha):
+    table = pd.DataFrame(_reward_model("sure", 400, True, 3), columns=TABLE_COLUMNS)
+    chosen = pd.DataFrame({"source": ["synthetic"], "judge": ["sure"], "strategy": ["reward_model"]})
+    strict, loose = (selective(table, chosen, SelectiveSettings(alpha=a, splits=20), FAST) for a in (0.05, alpha))
+    cover = {name: r[r.metric == "coverage"].estimate.iloc[0] for name, r in (("strict", strict), ("loose", loose))}
+    assert cover["loose"] >= cover["strict"]
+
+
+def test_the_guarantee_holds_on_the_true_error_rate():
+    """Over fresh calibration sets of a judge whose true error rate at each threshold is known, the
+    threshold's true error rate is at most alpha in at least 1 - delta of them."""
+    alpha, delta = 0.1, 0.1
+    settings = SelectiveSettings(alpha=alpha, delta=delta, min_n=30)
+    rng = np.random.default_rng(5)
+
+    def true_error(lam: float) -> float:  # confidence ~ U(0.5, 1); wrong with p 0.55 below 0.75, never above
+        return 0.0 if lam >= 0.75 else 0.55 * (0.75 - max(lam, 0.5)) / (1 - max(lam, 0.5))
+
+    risks, kept = [], []
+    for _ in range(300):
+        conf = rng.uniform(0.5, 1.0, 200)
+        correct = np.where(conf > 0.75, True, rng.random(200) < 0.45)
+        lam = threshold(conf, correct, settings)
+        risks.append(true_error(lam) if np.isfinite(lam) else 0.0)
+        kept.append(np.isfinite(lam))
+    assert np.mean(np.array(risks) <= alpha) >= 1 - delta
+    assert np.mean(kept) > 0.9 and max(risks) > 0.02  # it keeps pairs, some of them unsure ones
