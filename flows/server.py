@@ -178,6 +178,18 @@ def _serve_while(owner: tuple[int, int], url: str, record: Path) -> None:
                     record.with_suffix(".log").unlink(missing_ok=True)
 
 
+def _end_with(owner: tuple[int, int], done: threading.Event) -> None:
+    """SIGTERM to this stage once the DVC run ``owner`` is gone (unless ``done`` first). A killed
+    `dvc repro` left its running stage behind, computing outputs no lock would record while the
+    next run wrote the same files, and its server stopped under it."""
+    while not done.wait(0.5):
+        if not _alive(owner):
+            print(f"judgeaudit: the DVC run (pid {owner[0]}) that started this stage is gone; stopping",
+                  file=sys.stderr)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+
+
 @contextlib.contextmanager
 def run_api(meanwhile: Callable[[], object] | None = None) -> Iterator[str]:
     """The Prefect API of one run (see the module's docstring), its URL in the environment
@@ -190,10 +202,14 @@ def run_api(meanwhile: Callable[[], object] | None = None) -> Iterator[str]:
     url, shared = shared_server(owner) if owner else (f"http://127.0.0.1:{free_port()}/api", None)
     os.environ["PREFECT_API_URL"] = url  # before anything imports Prefect
     server = None if shared else launch(url)  # the server's start is the run's critical path
+    done = threading.Event()
+    if owner:
+        threading.Thread(target=_end_with, args=(owner, done), daemon=True, name="judgeaudit-end-with-dvc").start()
     try:
         with prefect_api(url, meanwhile=meanwhile, server=server, shared=shared) as got:
             yield got
     finally:
+        done.set()
         if server is not None:
             stop(server)  # stopped already, unless something failed before prefect_api took it
         os.environ.pop("PREFECT_API_URL", None)
@@ -299,13 +315,32 @@ def _drain() -> None:
     EventsWorker.drain_all()
 
 
+# how long a signalled run's cleanup may take before the run is ended regardless
+EXIT_GRACE_S = 15.0
+
+
 def exit_on_sigterm() -> None:
     """SIGTERM and SIGHUP end the run as an exception would, so every ``finally`` (the
-    temporary server, temporary files) runs; the exit status is 128 + the signal."""
+    temporary server, temporary files) runs; the exit status is 128 + the signal. A cleanup
+    that outlasts ``EXIT_GRACE_S`` is cut short: Prefect reports the crashed flow run to its
+    server, and where that server stopped with the DVC run that owned it (a killed `dvc
+    repro`), its client retried the connection for minutes while the stage went on. The
+    run's writes are atomic, so what it leaves half-written is scratch, removed next run."""
     def handler(signum: int, _frame) -> None:
+        threading.Thread(target=_exit_after, args=(EXIT_GRACE_S, 128 + signum), daemon=True,
+                         name="judgeaudit-exit-grace").start()
         raise SystemExit(128 + signum)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, handler)
+
+
+def _exit_after(seconds: float, status: int) -> None:
+    time.sleep(seconds)
+    print(f"judgeaudit: still cleaning up {seconds:.0f} s after the signal; exiting", file=sys.stderr)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(status)
 
 
 if __name__ == "__main__":  # the shared server (shared_server): OWNER_PID OWNER_START URL RECORD

@@ -82,6 +82,52 @@ def test_the_stages_of_a_dvc_run_share_one_server_that_stops_with_dvc(tmp_path):
     assert list(records.glob("*.json")) == [], "the stopped server left its record"
 
 
+_LINGERING_STAGE = """
+import json, os, sys, time
+from flows.server import exit_on_sigterm, run_api
+
+linger = float(sys.argv[3])
+exit_on_sigterm()  # as `python -m flows.run` does
+with run_api() as url:
+    if linger:
+        json.dump({"pid": os.getpid()}, open(sys.argv[1] + ".pid", "w"))
+        try:
+            time.sleep(linger)  # a long stage
+        finally:
+            time.sleep(600)  # a cleanup that hangs, as Prefect's crash report to a server that has stopped did
+json.dump({}, open(sys.argv[1], "w"))
+"""
+
+
+def test_a_stage_ends_with_its_killed_dvc_run(tmp_path):
+    """A `dvc repro` killed mid-stage takes the stage with it: it gets SIGTERM, and a cleanup that
+    hangs is cut short after the grace (before, the stage ran on for minutes, then hung)."""
+    from flows.server import EXIT_GRACE_S
+
+    repo, env, _ = _repo(tmp_path, linger=600)
+    (repo / "stage.py").write_text(_LINGERING_STAGE)
+    proc = subprocess.Popen(["dvc", "repro"], cwd=repo, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not (repo / "two.json.pid").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "dvc repro never started its stage"
+            time.sleep(0.2)
+        time.sleep(0.5)
+        stage = json.loads((repo / "two.json.pid").read_text())["pid"]
+        assert running(stage)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+        killed = time.monotonic()
+        while running(stage) and time.monotonic() - killed < EXIT_GRACE_S + 20:
+            time.sleep(0.2)
+        assert gone(stage), "the stage outlived its killed `dvc repro`"
+        assert time.monotonic() - killed > EXIT_GRACE_S - 1  # it waited for its cleanup, within the grace
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
 def test_the_shared_server_stops_when_dvc_is_killed(tmp_path):
     repo, env, _ = _repo(tmp_path, linger=600)  # the second stage waits after its flow
     proc = subprocess.Popen(["dvc", "repro"], cwd=repo, env=env, stdout=subprocess.DEVNULL,
