@@ -2,7 +2,8 @@
 judges on public benchmarks read into the general judgment table, then the report card,
 the sources' own published figures recomputed, paired comparisons of the judges on the same
 pairs, the alternative annotator test where items carry several human labels, selective
-evaluation (trust or escalate), and the PU audit with its self-check. A source whose path is absent is noted and skipped, never an error."""
+evaluation (trust or escalate), and the PU audit with its self-check. A source whose path is
+absent is noted and skipped, never an error."""
 
 from __future__ import annotations
 
