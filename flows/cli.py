@@ -191,16 +191,7 @@ def _audit_and_write(table, files, notes: list[str], args: argparse.Namespace,
     for r in result.jury_comparison.itertuples():
         _print_comparison(r)
     for r in info["trust_or_escalate"]:
-        kept, right, every = r["coverage"], r["selective_accuracy"], r["accuracy"]
-        head = f"{r['source']}: {r['judge']} ({r['strategy']})"
-        if r["threshold"] is None:
-            print(f"{head} escalates every pair: no confidence threshold gives {1 - r['alpha']:.0%} agreement with "
-                  f"the guarantee (accuracy {every['estimate']:.3f} on n={every['n']}), selective.parquet")
-            continue
-        print(f"{head} keeps {kept['estimate']:.1%} [{kept['ci_low']:.1%}, {kept['ci_high']:.1%}] of the pairs "
-              f"(confidence >= {r['threshold']:.3f}) with agreement {right['estimate']:.3f} [{right['ci_low']:.3f}, "
-              f"{right['ci_high']:.3f}] (n={right['n']}), against {every['estimate']:.3f} on every pair, "
-              "selective.parquet")
+        print(_selective_line(r))
     for r in info["replaces_annotators"]:
         ever = "never" if r["epsilon_to_pass"] is None else f"from epsilon {r['epsilon_to_pass']:.2f}"
         print(f"{r['source']}: {r['judge']} ({r['strategy']}, order {r['order']}) "
@@ -213,6 +204,23 @@ def _audit_and_write(table, files, notes: list[str], args: argparse.Namespace,
               f"[{r.ci_low:.3f}, {r.ci_high:.3f}] (n={r.n})")
     print(f"judgeaudit: judge report card in {paths['report']}")
     return 0
+
+
+def _selective_line(r: dict) -> str:
+    """One judge's trust-or-escalate record (``summary``'s), in words."""
+    kept, right, every = r["coverage"], r["selective_accuracy"], r["accuracy"]
+    head = f"{r['source']}: {r['judge']} ({r['strategy']})"
+    overall = f"accuracy {every['estimate']:.3f} on n={every['n']}"
+    if r["threshold"] is None:
+        return (f"{head} escalates every pair: no confidence threshold gives {1 - r['alpha']:.0%} agreement with the "
+                f"guarantee ({overall}), selective.parquet")
+    if right["estimate"] is None:  # calibrated on one half, reached by no pair of the other
+        return (f"{head}: confidence >= {r['threshold']:.3f} keeps none of the test pairs ({overall}), "
+                "selective.parquet")
+    return (f"{head} keeps {kept['estimate']:.1%} [{kept['ci_low']:.1%}, {kept['ci_high']:.1%}] of the pairs "
+            f"(confidence >= {r['threshold']:.3f}) with agreement {right['estimate']:.3f} [{right['ci_low']:.3f}, "
+            f"{right['ci_high']:.3f}] (n={right['n']}), against {every['estimate']:.3f} on every pair, "
+            "selective.parquet")
 
 
 def _print_comparison(r) -> None:

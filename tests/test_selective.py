@@ -127,3 +127,19 @@ def test_the_guarantee_holds_on_the_true_error_rate():
         kept.append(np.isfinite(lam))
     assert np.mean(np.array(risks) <= alpha) >= 1 - delta
     assert np.mean(kept) > 0.9 and max(risks) > 0.02  # it keeps pairs, some of them unsure ones
+
+
+def test_the_commands_say_what_each_judge_keeps():
+    from flows.cli import _selective_line
+
+    every = {"estimate": 0.7, "ci_low": 0.6, "ci_high": 0.8, "n": 100}
+    none = {"estimate": None, "ci_low": None, "ci_high": None, "n": 0}
+    record = {"source": "s", "judge": "j", "strategy": "x", "alpha": 0.1, "accuracy": every}
+    assert "escalates every pair" in _selective_line(record | {"threshold": None, "coverage": every,
+                                                               "selective_accuracy": none})
+    # a threshold from the calibration half that no test pair reaches
+    assert "keeps none of the test pairs" in _selective_line(record | {"threshold": 0.99, "coverage": every,
+                                                                       "selective_accuracy": none})
+    kept = {"estimate": 0.95, "ci_low": 0.9, "ci_high": 0.99, "n": 40}
+    line = _selective_line(record | {"threshold": 0.8, "coverage": every, "selective_accuracy": kept})
+    assert "keeps 70.0% [60.0%, 80.0%]" in line and "agreement 0.950 [0.900, 0.990] (n=40)" in line

@@ -107,8 +107,9 @@ def _held(unit: pd.DataFrame, settings: SelectiveSettings, rng: np.random.Genera
 
 def selective(table: pd.DataFrame, chosen: pd.DataFrame, settings: SelectiveSettings,
               boot: BootstrapSettings) -> pd.DataFrame:
-    """Selective evaluation of each (source, judge, strategy) row of ``chosen`` whose confidence
-    takes two values or more on its labelled pairs (``COLUMNS``: a row per metric)."""
+    """Selective evaluation of each (source, judge, strategy) row of ``chosen`` with at least
+    2 x ``min_n`` labelled pairs, on which its confidence takes two values or more (``COLUMNS``:
+    a row per metric)."""
     rows = []
     for r in chosen[["source", "judge", "strategy"]].drop_duplicates().itertuples(index=False):
         unit, kind = units(table, r.source, r.judge, r.strategy, boot.seed)
