@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,24 @@ json.dump({}, open(sys.argv[1], "w"))
 """
 
 
+@contextlib.contextmanager
+def _dvc_repro_until(repo: Path, env: dict, marker: str) -> Iterator[tuple[subprocess.Popen, dict]]:
+    """`dvc repro` in ``repo``, once its stage has written ``marker`` (JSON, yielded with the
+    process); on the way out the process group is killed (an orphaned stage that still sleeps)."""
+    proc = subprocess.Popen(["dvc", "repro"], cwd=repo, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not (repo / marker).exists():
+            assert proc.poll() is None and time.monotonic() < deadline, f"dvc repro never wrote {marker}"
+            time.sleep(0.2)
+        time.sleep(0.5)
+        yield proc, json.loads((repo / marker).read_text())
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
 def test_a_stage_ends_with_its_killed_dvc_run(tmp_path):
     """A `dvc repro` killed mid-stage takes the stage with it: it gets SIGTERM, and a cleanup that
     hangs is cut short after the grace (before, the stage ran on for minutes, then hung)."""
@@ -106,43 +125,21 @@ def test_a_stage_ends_with_its_killed_dvc_run(tmp_path):
 
     repo, env, _ = _repo(tmp_path, linger=600)
     (repo / "stage.py").write_text(_LINGERING_STAGE)
-    proc = subprocess.Popen(["dvc", "repro"], cwd=repo, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 300
-        while not (repo / "two.json.pid").exists():
-            assert proc.poll() is None and time.monotonic() < deadline, "dvc repro never started its stage"
-            time.sleep(0.2)
-        time.sleep(0.5)
-        stage = json.loads((repo / "two.json.pid").read_text())["pid"]
+    with _dvc_repro_until(repo, env, "two.json.pid") as (proc, info):
+        stage = info["pid"]
         assert running(stage)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
         killed = time.monotonic()
-        while running(stage) and time.monotonic() - killed < EXIT_GRACE_S + 20:
-            time.sleep(0.2)
-        assert gone(stage), "the stage outlived its killed `dvc repro`"
+        assert gone(stage, within_s=EXIT_GRACE_S + 20), "the stage outlived its killed `dvc repro`"
         assert time.monotonic() - killed > EXIT_GRACE_S - 1  # it waited for its cleanup, within the grace
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def test_the_shared_server_stops_when_dvc_is_killed(tmp_path):
     repo, env, _ = _repo(tmp_path, linger=600)  # the second stage waits after its flow
-    proc = subprocess.Popen(["dvc", "repro"], cwd=repo, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 300
-        while not (repo / "two.json").exists():
-            assert proc.poll() is None and time.monotonic() < deadline, "dvc repro never reached its second stage"
-            time.sleep(0.2)
-        time.sleep(0.5)
-        server = json.loads((repo / "two.json").read_text())["record"]["pid"]
+    with _dvc_repro_until(repo, env, "two.json") as (proc, info):
+        server = info["record"]["pid"]
         assert running(server)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
         assert gone(server), "the shared server outlived the killed `dvc repro`"
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)  # the orphaned stage that still sleeps

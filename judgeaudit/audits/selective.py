@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from judgeaudit.audits.judge_quality import UNPARSEABLE_AS
+from judgeaudit.audits.judge_quality import UNPARSEABLE_AS, _mean_where
 from judgeaudit.audits.stats import BootstrapSettings, joint_bootstrap
 
 COLUMNS = ["source", "judge", "strategy", "confidence", "alpha", "delta", "threshold", "metric", "estimate",
@@ -122,7 +122,7 @@ def selective(table: pd.DataFrame, chosen: pd.DataFrame, settings: SelectiveSett
         test_kept, test_right = (conf >= lam)[~cal].astype(float), right[~cal].astype(float)
         est = joint_bootstrap({"kept": test_kept, "right": test_right}, {
             "coverage": lambda c: c["kept"].mean(axis=-1),
-            "selective_accuracy": lambda c: _ratio((c["kept"] * c["right"]).sum(axis=-1), c["kept"].sum(axis=-1)),
+            "selective_accuracy": lambda c: _mean_where(c["right"], c["kept"] > 0),
             "accuracy": lambda c: c["right"].mean(axis=-1)}, boot)
         held = _held(unit, settings, rng)
         ci = stats.binomtest(int(held.sum()), len(held)).proportion_ci(boot.confidence, method="exact")
@@ -136,6 +136,3 @@ def selective(table: pd.DataFrame, chosen: pd.DataFrame, settings: SelectiveSett
                             "ci_high": ci.high, "n": len(held)})
     return pd.DataFrame(rows, columns=COLUMNS)
 
-
-def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    return np.where(den > 0, num / np.maximum(den, 1), np.nan)

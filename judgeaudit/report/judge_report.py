@@ -73,6 +73,13 @@ def first_screen(headline: pd.DataFrame) -> str:
             "adversarial subsets, not a pooled figure.</small></p>")
 
 
+def _saved(fig: plt.Figure, path: Path) -> Path:
+    """Write a report plot and free it."""
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
 def plot_accuracy_agreement(card: pd.DataFrame, path: Path) -> Path | None:
     """Accuracy against positional agreement, one point per (judge, strategy) with both 95% CIs
     as whiskers, a panel per source. Each judge has its own hollow marker, so judges on the same
@@ -101,9 +108,7 @@ def plot_accuracy_agreement(card: pd.DataFrame, path: Path) -> Path | None:
         ax.set_title(f"{source}: one point per judge x strategy, 95% CIs", fontsize=10)
         ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(0, -0.13), frameon=False)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return _saved(fig, path)
 
 
 def _grouped_bars(ax: plt.Axes, frame: pd.DataFrame, x: str, ticks: list[str]) -> None:
@@ -143,9 +148,7 @@ def plot_subsets(card: pd.DataFrame, path: Path, strategy_by_source: dict[str, s
         ax.set_title(f"{source} ({strategy} strategy): accuracy per subset, 95% CI", fontsize=10)
         ax.legend(fontsize=7, ncol=3, loc="upper left", bbox_to_anchor=(0, -0.1), frameon=False)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return _saved(fig, path)
 
 
 def _pct(value: float) -> str:
@@ -284,9 +287,7 @@ def plot_juries(card: pd.DataFrame, jury_card: pd.DataFrame, headline: pd.DataFr
             ax.axvline(0.5 if metric == "accuracy" else 0.0, color="grey", lw=0.8, ls=":")
             ax.set_title(f"{source}: {title}", fontsize=9)
     fig.suptitle("Juries (orange, majority vote) against their judges (blue), 95% CIs", fontsize=10)
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return _saved(fig, path)
 
 
 def errors_section(correlation: pd.DataFrame | None, out_dir: Path) -> str:
@@ -357,9 +358,7 @@ def plot_alt_test(alt: pd.DataFrame, path: Path) -> Path:
     right.axvline(0, color="grey", lw=0.8, ls=":")
     right.set_title("margin per left-out annotator (dots): the judge wins well left of epsilon (bar)", fontsize=9)
     fig.suptitle("Can the judge replace a human annotator? The alt-test (green: passes, red: fails)", fontsize=10)
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return _saved(fig, path)
 
 
 def alt_test_section(alt: pd.DataFrame | None, out_dir: Path) -> str:
@@ -414,9 +413,7 @@ def plot_selective(kept: pd.DataFrame, path: Path) -> Path:
         ax.set_title(f"{source}: agreement with the label, every test pair (grey) and the pairs kept (green); "
                      f"dashed: 1 - alpha", fontsize=9)
     fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize=8)
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return _saved(fig, path)
 
 
 def selective_section(kept: pd.DataFrame | None, out_dir: Path) -> str:
@@ -569,9 +566,7 @@ def plot_attacks(attacks: pd.DataFrame, path: Path) -> Path:
                       "fooled_rate": "right verdicts turned wrong (labelled pairs)"}[metric], fontsize=10)
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return _saved(fig, path)
 
 
 def attacks_section(attacks: pd.DataFrame, out_dir: Path) -> str:

@@ -17,6 +17,13 @@ def _columns(names: list[str]) -> list:
                                        gxe.ExpectColumnValuesToNotBeNull(column=c))]
 
 
+def _inside_ci(column: str, skip_missing: bool = False) -> list:
+    """ci_low <= ``column`` <= ci_high (``skip_missing``: rows where either is null pass)."""
+    kw = {"ignore_row_if": "either_value_is_missing"} if skip_missing else {}
+    return [gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="ci_high", column_B=column, or_equal=True, **kw),
+            gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A=column, column_B="ci_low", or_equal=True, **kw)]
+
+
 def _text(column: str, min_length: int = 1) -> gxe.Expectation:
     return gxe.ExpectColumnValueLengthsToBeBetween(column=column, min_value=min_length)
 
@@ -191,10 +198,7 @@ def judge_quality_suite() -> list:
             "longer_chosen", "kappa_humans", "unparseable_rate"]),
         gxe.ExpectColumnValuesToBeBetween(column="estimate", min_value=-1.0, max_value=1.0),
         gxe.ExpectColumnValuesToBeBetween(column="n", min_value=0),
-        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="ci_high", column_B="estimate", or_equal=True,
-                                                    ignore_row_if="either_value_is_missing"),
-        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="estimate", column_B="ci_low", or_equal=True,
-                                                    ignore_row_if="either_value_is_missing"),
+        *_inside_ci("estimate", skip_missing=True),
         gxe.ExpectCompoundColumnsToBeUnique(column_list=["source", "subset", "judge", "strategy", "metric"]),
     ]
 
@@ -210,8 +214,7 @@ def judge_comparison_suite() -> list:
         *[gxe.ExpectColumnValuesToBeBetween(column=c, min_value=0, max_value=1)
           for c in ("accuracy_a", "accuracy_b", "p_value", "p_holm")],
         gxe.ExpectColumnValuesToBeBetween(column="n", min_value=2),
-        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="ci_high", column_B="difference", or_equal=True),
-        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="difference", column_B="ci_low", or_equal=True),
+        *_inside_ci("difference"),
         gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="p_holm", column_B="p_value", or_equal=True),
         gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="accuracy_a", column_B="accuracy_b", or_equal=True),
         gxe.ExpectCompoundColumnsToBeUnique(column_list=["source", "judge_a", "strategy_a", "judge_b",
@@ -230,8 +233,7 @@ def strategy_comparison_suite() -> list:
         *[gxe.ExpectColumnValuesToBeBetween(column=c, min_value=0, max_value=1)
           for c in ("accuracy", "accuracy_base", "p_value", "p_holm")],
         gxe.ExpectColumnValuesToBeBetween(column="n", min_value=2),
-        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="ci_high", column_B="difference", or_equal=True),
-        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="difference", column_B="ci_low", or_equal=True),
+        *_inside_ci("difference"),
         gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="p_holm", column_B="p_value", or_equal=True),
         gxe.ExpectCompoundColumnsToBeUnique(column_list=["source", "judge", "strategy"]),
     ]
@@ -248,8 +250,7 @@ def error_correlation_suite() -> list:
         gxe.ExpectColumnValuesToBeBetween(column="correlation", min_value=-1, max_value=1),
         gxe.ExpectColumnValuesToBeBetween(column="n", min_value=2),
         gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="units", column_B="n", or_equal=True),
-        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="ci_high", column_B="correlation", or_equal=True),
-        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="correlation", column_B="ci_low", or_equal=True),
+        *_inside_ci("correlation"),
         gxe.ExpectCompoundColumnsToBeUnique(column_list=["source", "judge_a", "strategy_a", "judge_b",
                                                          "strategy_b"]),
     ]
@@ -272,8 +273,7 @@ def alt_test_suite() -> list:
         gxe.ExpectColumnValuesToBeInSet(column="wins", value_set=[True, False]),
         gxe.ExpectColumnValuesToBeInSet(column="passed", value_set=[True, False]),
         gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="p_by", column_B="p_value", or_equal=True),
-        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="ci_high", column_B="advantage_prob", or_equal=True),
-        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="advantage_prob", column_B="ci_low", or_equal=True),
+        *_inside_ci("advantage_prob"),
         gxe.ExpectCompoundColumnsToBeUnique(column_list=["source", "judge", "strategy", "order", "annotator"]),
     ]
 
@@ -290,10 +290,7 @@ def selective_suite() -> list:
           for c in ("estimate", "ci_low", "ci_high", "alpha", "delta")],
         gxe.ExpectColumnValuesToBeBetween(column="threshold", min_value=0),
         gxe.ExpectColumnValuesToBeBetween(column="n", min_value=0),
-        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="ci_high", column_B="estimate", or_equal=True,
-                                                    ignore_row_if="either_value_is_missing"),
-        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="estimate", column_B="ci_low", or_equal=True,
-                                                    ignore_row_if="either_value_is_missing"),
+        *_inside_ci("estimate", skip_missing=True),
         gxe.ExpectCompoundColumnsToBeUnique(column_list=["source", "judge", "strategy", "metric"]),
     ]
 
