@@ -14,7 +14,6 @@ instead (``python -m flows.server``): once that is gone, however it ended, the s
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import http.client
 import importlib.util
 import json
@@ -31,14 +30,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    except OSError:  # not Linux: the SIGTERM handler of the run is the remaining guard
-        pass
+from judgeaudit.workers import die_with_parent
 
 
 def free_port() -> int:
@@ -69,7 +61,7 @@ def launch(url: str, env: dict[str, str] | None = None) -> subprocess.Popen:
          "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(urlsplit(url).port),
          "--log-level", "error", "--lifespan", "on"],
         env={**os.environ, **(env or {}), "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1"},
-        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+        preexec_fn=die_with_parent if sys.platform.startswith("linux") else None)
 
 
 # -- one server for the stages of one DVC run ---------------------------------------------
@@ -193,26 +185,29 @@ def _end_with(owner: tuple[int, int], done: threading.Event) -> None:
 @contextlib.contextmanager
 def run_api(meanwhile: Callable[[], object] | None = None) -> Iterator[str]:
     """The Prefect API of one run (see the module's docstring), its URL in the environment
-    before Prefect is imported; ``meanwhile`` runs while a server starts."""
-    if os.environ.get("PREFECT_API_URL"):
-        with prefect_api(meanwhile=meanwhile) as url:
-            yield url
-        return
+    before Prefect is imported; ``meanwhile`` runs while a server starts. A stage of a DVC
+    run ends with that run, whichever server it reports to (``_end_with``)."""
     owner = dvc_owner()
-    url, shared = shared_server(owner) if owner else (f"http://127.0.0.1:{free_port()}/api", None)
-    os.environ["PREFECT_API_URL"] = url  # before anything imports Prefect
-    server = None if shared else launch(url)  # the server's start is the run's critical path
     done = threading.Event()
     if owner:
         threading.Thread(target=_end_with, args=(owner, done), daemon=True, name="judgeaudit-end-with-dvc").start()
     try:
-        with prefect_api(url, meanwhile=meanwhile, server=server, shared=shared) as got:
-            yield got
+        if os.environ.get("PREFECT_API_URL"):
+            with prefect_api(meanwhile=meanwhile) as url:
+                yield url
+            return
+        url, shared = shared_server(owner) if owner else (f"http://127.0.0.1:{free_port()}/api", None)
+        os.environ["PREFECT_API_URL"] = url  # before anything imports Prefect
+        server = None if shared else launch(url)  # the server's start is the run's critical path
+        try:
+            with prefect_api(url, meanwhile=meanwhile, server=server, shared=shared) as got:
+                yield got
+        finally:
+            if server is not None:
+                stop(server)  # stopped already, unless something failed before prefect_api took it
+            os.environ.pop("PREFECT_API_URL", None)
     finally:
         done.set()
-        if server is not None:
-            stop(server)  # stopped already, unless something failed before prefect_api took it
-        os.environ.pop("PREFECT_API_URL", None)
 
 
 @contextlib.contextmanager

@@ -6,6 +6,8 @@ from __future__ import annotations
 import contextlib
 import gzip
 import json
+import math
+import numbers
 import os
 import re
 import shutil
@@ -90,14 +92,28 @@ def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
 
 
 def write_json(obj: object, path: str | Path) -> Path:
-    """Write JSON atomically, keys sorted so reruns give identical bytes."""
+    """Write JSON atomically, keys sorted so reruns give identical bytes. A missing or
+    unbounded number (NaN, an infinity) is written as null: JSON has neither, and Python's
+    NaN and Infinity tokens fail a browser's JSON.parse and other strict readers."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(_finite(obj), indent=2, sort_keys=True, default=str, allow_nan=False)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_scratch_prefix(path), suffix=".tmp")
     with os.fdopen(fd, "w") as f:
-        f.write(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+        f.write(text + "\n")
     os.replace(tmp, path)
     return path
+
+
+def _finite(obj: object) -> object:
+    """``obj`` with every non-finite float (numpy's too) as None."""
+    if isinstance(obj, dict):
+        return {key: _finite(value) for key, value in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(value) for value in obj]
+    if isinstance(obj, numbers.Real) and not math.isfinite(obj):
+        return None
+    return obj
 
 
 # the scratch names of write_table and atomic_dir: ".<name>.<writer's pid>-<8 random chars>[.tmp]"

@@ -19,6 +19,10 @@ from tests.conftest import TINY_TABLES
 pytestmark = pytest.mark.slow
 
 
+def _not_json(constant: str) -> None:
+    raise AssertionError(f"{constant} in a JSON file: strict readers (a browser's JSON.parse) reject it")
+
+
 def test_full_audit_flow(tiny_audit):
     from prefect.client.orchestration import get_client
 
@@ -42,6 +46,8 @@ def test_full_audit_flow(tiny_audit):
     assert (judgments.verdict == "tie").mean() < 0.5  # not the degenerate all-tie data of a toy config
     responses = pd.read_parquet(first / "responses/responses.parquet")
     assert responses.response.nunique() > len(responses) / 4
+    for path in [first / "report/report.json", *first.glob("*/summary.json")]:  # strict JSON: a browser reads it
+        json.loads(path.read_text(), parse_constant=_not_json)
     report = json.loads((first / "report/report.json").read_text())
     assert report["summary"]["pls_by_tier"].keys() == {"same", "inheritance", "same_family"}
     assert "Preference leakage audit" in (first / "report/report.html").read_text()

@@ -118,12 +118,17 @@ def _dvc_repro_until(repo: Path, env: dict, marker: str) -> Iterator[tuple[subpr
             os.killpg(proc.pid, signal.SIGKILL)
 
 
-def test_a_stage_ends_with_its_killed_dvc_run(tmp_path):
+@pytest.mark.parametrize("own_server", [False, True], ids=["shared-server", "user-PREFECT_API_URL"])
+def test_a_stage_ends_with_its_killed_dvc_run(tmp_path, own_server):
     """A `dvc repro` killed mid-stage takes the stage with it: it gets SIGTERM, and a cleanup that
-    hangs is cut short after the grace (before, the stage ran on for minutes, then hung)."""
-    from flows.server import EXIT_GRACE_S
+    hangs is cut short after the grace (before, the stage ran on for minutes, then hung). The
+    same where the user's PREFECT_API_URL names the server (before, no one watched DVC then);
+    this stage never calls it, so an address nothing listens on stands in for it."""
+    from flows.server import EXIT_GRACE_S, free_port
 
     repo, env, _ = _repo(tmp_path, linger=600)
+    if own_server:
+        env["PREFECT_API_URL"] = f"http://127.0.0.1:{free_port()}/api"
     (repo / "stage.py").write_text(_LINGERING_STAGE)
     with _dvc_repro_until(repo, env, "two.json.pid") as (proc, info):
         stage = info["pid"]

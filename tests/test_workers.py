@@ -81,3 +81,34 @@ def test_a_killed_runs_forked_workers_exit(tmp_path):
     finally:
         run.kill()
 
+
+
+SLOW_PRELOAD = """
+import os, sys, time
+from multiprocessing import forkserver
+from judgeaudit.workers import fork_server
+
+if __name__ == "__main__":
+    assert fork_server(["slow_import"])
+    print(forkserver._forkserver._forkserver_pid, flush=True)
+    time.sleep(600)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the fork server is used on Linux only")
+def test_a_killed_runs_fork_server_ends_while_it_still_imports(tmp_path):
+    """A run killed while its fork server imports the preloads (torch, transformers: 13 s and
+    more) takes the server with it; before, the server ran on until its imports were done."""
+    (tmp_path / "slow_import.py").write_text("import time\ntime.sleep(120)\n")
+    script = tmp_path / "preload.py"
+    script.write_text(SLOW_PRELOAD)
+    run = subprocess.Popen([sys.executable, str(script)], cwd=ROOT, stdout=subprocess.PIPE, text=True,
+                           env={**os.environ, "PYTHONPATH": f"{ROOT}:{tmp_path}"})
+    try:
+        server = int(run.stdout.readline())
+        assert gone(server, within_s=3) is False  # importing slow_import, not failed
+        run.send_signal(signal.SIGKILL)
+        run.wait(timeout=10)
+        assert gone(server, within_s=10), "the fork server outlived its killed run while importing"
+    finally:
+        run.kill()

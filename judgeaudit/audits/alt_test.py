@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from judgeaudit.audits.judge_quality import UNPARSEABLE_AS
+from judgeaudit.audits.judge_quality import with_conventions
 from judgeaudit.audits.stats import BootstrapSettings, paired_bootstrap
 
 COLUMNS = ["source", "judge", "strategy", "order", "annotator", "n", "judge_advantage", "annotator_advantage",
@@ -117,13 +117,11 @@ def _one_judge(labels: np.ndarray, verdicts: np.ndarray, settings: AltTestSettin
 def alt_test(table: pd.DataFrame, settings: AltTestSettings, boot: BootstrapSettings) -> pd.DataFrame:
     """The alt-test of every (judge, strategy, order) on the items of ``table`` (a judgment
     table) that carry human labels; one row per left-out annotator (``COLUMNS``)."""
-    labelled = table[table["human_labels"].notna()] if len(table) else table
+    labelled = with_conventions(table[table["human_labels"].notna()]) if len(table) else table
     out = []
     for (source, judge, strategy, order), grp in labelled.groupby(["source", "judge", "strategy", "order"],
                                                                    sort=True):
         verdicts = grp["verdict"].to_numpy(dtype=object)
-        if source in UNPARSEABLE_AS:
-            verdicts = np.where(verdicts == "unparseable", UNPARSEABLE_AS[source], verdicts)
         keys = {"source": source, "judge": judge, "strategy": strategy, "order": order}
         out += [keys | row for row in _one_judge(_annotators(grp), verdicts, settings, boot)]
     return pd.DataFrame(out, columns=COLUMNS)

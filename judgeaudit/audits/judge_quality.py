@@ -90,14 +90,21 @@ def _codes(values: pd.Series) -> np.ndarray:
     return values.map(CODE).fillna(MISSING).astype(int).to_numpy()
 
 
+def with_conventions(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` (a judgment table) with each source's own reading of an unparseable verdict
+    (``UNPARSEABLE_AS``), which every audit of recorded verdicts applies before it scores."""
+    hit = table["verdict"].eq("unparseable") & table["source"].isin(UNPARSEABLE_AS)
+    if not hit.any():
+        return table
+    table = table.copy()
+    table.loc[hit, "verdict"] = table.loc[hit, "source"].map(UNPARSEABLE_AS)
+    return table
+
+
 def item_frame(table: pd.DataFrame) -> pd.DataFrame:
     """One row per (item, judge, strategy): codes v1, v2, label, the two lengths, and the
     model of response 1."""
-    table = table.copy()
-    for source, as_value in UNPARSEABLE_AS.items():
-        hit = (table["source"] == source) & (table["verdict"] == "unparseable")
-        table.loc[hit, "verdict"] = as_value
-    wide, items = by_order(table)
+    wide, items = by_order(with_conventions(table))
     out = pd.DataFrame({"v1": _codes(wide["1"]), "v2": _codes(wide["2"])}, index=wide.index)
     out["label"] = _codes(items["label"])
     out["len1"] = items["response_1"].fillna("").str.len().to_numpy()

@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from judgeaudit.audits.judge_quality import UNPARSEABLE_AS, _mean_where
+from judgeaudit.audits.judge_quality import _mean_where, with_conventions
 from judgeaudit.audits.stats import BootstrapSettings, joint_bootstrap
 
 COLUMNS = ["source", "judge", "strategy", "confidence", "alpha", "delta", "threshold", "metric", "estimate",
@@ -55,9 +55,7 @@ class SelectiveSettings:
 def units(table: pd.DataFrame, source: str, judge: str, strategy: str, seed: int) -> tuple[pd.DataFrame, str]:
     """(one labelled unit per pair: the verdict of ``strategy`` in one order drawn at random, whether it is
     right, the judge's confidence in it; the kind of confidence)."""
-    mine = table[(table["source"] == source) & (table["judge"] == judge)]
-    verdicts = mine["verdict"].replace("unparseable", UNPARSEABLE_AS.get(source, "unparseable"))
-    mine = mine.assign(verdict=verdicts)
+    mine = with_conventions(table[(table["source"] == source) & (table["judge"] == judge)])
     chosen = mine[(mine["strategy"] == strategy) & mine["label"].notna()]
     chosen = chosen.sample(frac=1.0, random_state=seed).drop_duplicates(PAIR).sort_values(PAIR)
     if chosen["p_1"].notna().all():
