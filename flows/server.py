@@ -173,12 +173,16 @@ def _serve_while(owner: tuple[int, int], url: str, record: Path) -> None:
 def _end_with(owner: tuple[int, int], done: threading.Event) -> None:
     """SIGTERM to this stage once the DVC run ``owner`` is gone (unless ``done`` first). A killed
     `dvc repro` left its running stage behind, computing outputs no lock would record while the
-    next run wrote the same files, and its server stopped under it."""
+    next run wrote the same files, and its server stopped under it. The grace is kept here, not
+    by the SIGTERM handler: while a flow runs, Prefect's own handler stands in for
+    ``exit_on_sigterm``'s, and its crash report to the server, which stopped with DVC, was
+    retried for minutes (a relock's stage, killed this way, was still retrying after 30 s)."""
     while not done.wait(0.5):
         if not _alive(owner):
             print(f"judgeaudit: the DVC run (pid {owner[0]}) that started this stage is gone; stopping",
                   file=sys.stderr)
             os.kill(os.getpid(), signal.SIGTERM)
+            _exit_after(EXIT_GRACE_S, 128 + signal.SIGTERM)
             return
 
 

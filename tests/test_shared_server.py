@@ -99,6 +99,24 @@ with run_api() as url:
 json.dump({}, open(sys.argv[1], "w"))
 """
 
+_STAGE_IN_A_FLOW = """
+import json, os, sys, time
+from flows.server import exit_on_sigterm, run_api
+
+exit_on_sigterm()  # as `python -m flows.run` does
+with run_api() as url:
+    from prefect import flow
+
+    @flow
+    def stage():
+        if float(sys.argv[3]):
+            json.dump({"pid": os.getpid()}, open(sys.argv[1] + ".pid", "w"))
+            time.sleep(float(sys.argv[3]))  # a long stage: SIGTERM meets Prefect's handler, not ours
+
+    stage()
+json.dump({}, open(sys.argv[1], "w"))
+"""
+
 
 @contextlib.contextmanager
 def _dvc_repro_until(repo: Path, env: dict, marker: str) -> Iterator[tuple[subprocess.Popen, dict]]:
@@ -118,26 +136,34 @@ def _dvc_repro_until(repo: Path, env: dict, marker: str) -> Iterator[tuple[subpr
             os.killpg(proc.pid, signal.SIGKILL)
 
 
-@pytest.mark.parametrize("own_server", [False, True], ids=["shared-server", "user-PREFECT_API_URL"])
-def test_a_stage_ends_with_its_killed_dvc_run(tmp_path, own_server):
+@pytest.mark.parametrize(("stage_code", "own_server"), [(_LINGERING_STAGE, False), (_STAGE_IN_A_FLOW, False),
+                                                       (_LINGERING_STAGE, True)],
+                         ids=["shared-server", "shared-server-in-a-flow", "user-PREFECT_API_URL"])
+def test_a_stage_ends_with_its_killed_dvc_run(tmp_path, stage_code, own_server):
     """A `dvc repro` killed mid-stage takes the stage with it: it gets SIGTERM, and a cleanup that
-    hangs is cut short after the grace (before, the stage ran on for minutes, then hung). The
-    same where the user's PREFECT_API_URL names the server (before, no one watched DVC then);
-    this stage never calls it, so an address nothing listens on stands in for it."""
+    hangs is cut short after the grace (before, the stage ran on for minutes, then hung).
+    - in a flow: Prefect's SIGTERM handler replaces ours while a flow runs, and its crash report
+      to the shared server, which stopped with DVC, was retried for minutes;
+    - where the user's PREFECT_API_URL names the server (before, no one watched DVC then): this
+      stage never calls it, so an address nothing listens on stands in for it."""
     from flows.server import EXIT_GRACE_S, free_port
 
-    repo, env, _ = _repo(tmp_path, linger=600)
+    repo, env, records = _repo(tmp_path, linger=600)
     if own_server:
         env["PREFECT_API_URL"] = f"http://127.0.0.1:{free_port()}/api"
-    (repo / "stage.py").write_text(_LINGERING_STAGE)
+    (repo / "stage.py").write_text(stage_code)
     with _dvc_repro_until(repo, env, "two.json.pid") as (proc, info):
         stage = info["pid"]
         assert running(stage)
         proc.send_signal(signal.SIGKILL)
+        if stage_code is _STAGE_IN_A_FLOW:  # the server gone first, as in the relock that found this
+            server = json.loads(next(records.glob("*.json")).read_text())["pid"]
+            os.kill(server, signal.SIGKILL)
         proc.wait(timeout=60)
         killed = time.monotonic()
         assert gone(stage, within_s=EXIT_GRACE_S + 20), "the stage outlived its killed `dvc repro`"
-        assert time.monotonic() - killed > EXIT_GRACE_S - 1  # it waited for its cleanup, within the grace
+        if stage_code is _LINGERING_STAGE:
+            assert time.monotonic() - killed > EXIT_GRACE_S - 1  # it waited for its cleanup, within the grace
 
 
 def test_the_shared_server_stops_when_dvc_is_killed(tmp_path):
