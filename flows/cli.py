@@ -306,7 +306,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
     with tqdm(desc="leaderboard", unit="step", delay=1) as bar:
         settings = LeaderboardSettings(BootstrapSettings(args.n_boot, 0.95, args.seed),
                                        LCSettings(cv=args.lc_cv), workers=args.workers)
-        result = build_leaderboard(table, settings, bar)
+        result = build_leaderboard(table, settings, bar, order_check=report.checks)
     paths = write_leaderboard(result, Path(args.out))
     for note in report.notes:
         print(f"note: {note}")
@@ -314,6 +314,15 @@ def _leaderboard(args: argparse.Namespace) -> int:
     print(result.board[cols].sort_values("lc_win_rate", ascending=False).to_string(index=False, float_format="%.2f"))
     print(f"separability (Bradley-Terry CIs apart): {result.summary['separability_bt']:.1%}; "
           f"flagged: {result.summary['flagged'] or 'none'}")
+    position = result.summary["position"]
+    if "skipped" in position:
+        print(f"position bias: not measured: {position['skipped']}")
+    for judge, j in position.get("judges", {}).items():
+        fw, d = j["first_wins"], j["difference"]
+        print(f"position bias of {judge}: the output shown first wins {fw['estimate']:.3f} "
+              f"[{fw['ci_low']:.3f}, {fw['ci_high']:.3f}] (n = {fw['n']} instructions); a model shown first "
+              f"rather than second: {d['difference']:+.1f} points [{d['ci_low']:+.1f}, {d['ci_high']:+.1f}] "
+              f"(randomization p = {d['p_randomization']:.2g} over {d['draws']} redraws)")
     print(f"judgeaudit: leaderboard in {paths['html']}")
     return 0
 

@@ -134,7 +134,7 @@ def test_gamed_entry_flagged_on_the_sample(tmp_path):
     assert (b.bt_ci_low <= b.bt_score + 1e-9).all() and (b.bt_score <= b.bt_ci_high + 1e-9).all()
     games = pd.read_parquet(out / "gameability.parquet")
     assert set(games.base) == {"model-a"} and (games.n_variants == 2).all()
-    assert (out / "leaderboard.html").read_text().count("<img") == 3
+    assert (out / "leaderboard.html").read_text().count("<img") == 4  # and the position plot
 
 
 def test_two_worker_processes_give_the_same_board():
@@ -204,3 +204,85 @@ def test_gamed_stand_in_differences_the_variants_against_their_own_base():
     assert verbose.q == pytest.approx(expit(logit(0.6) - logit(0.4))) and (verbose.len_1, verbose.len_2) == (100, 200)
     assert gamed_stand_in(pd.DataFrame(rows).query("model_2 != 'good_concise' and model_2 != 'weak_concise'")) \
         == (None, None)
+
+
+def _completion(p_m: float) -> dict:
+    """A log-prob annotator's raw completion: P("m") = ``p_m`` (the first output shown)."""
+    top = [{"token": "m", "logprob": float(np.log(p_m))}, {"token": "M", "logprob": float(np.log1p(-p_m))},
+           {"token": "The", "logprob": -15.0}]
+    return {"logprobs": {"content": [{"token": "m" if p_m > 0.5 else "M", "top_logprobs": top}]}}
+
+
+def test_the_shown_order_is_read_off_the_judges_log_probs():
+    """AlpacaEval records 2 - P(m) as shown, then 3 - that where it had switched the outputs."""
+    from judgeaudit.sources.alpacaeval import shown_switched, switched_by_logprobs
+
+    assert switched_by_logprobs(_completion(0.9), 2 - 0.9) is False
+    assert switched_by_logprobs(_completion(0.9), 1 + 0.9) is True
+    assert switched_by_logprobs(_completion(0.5), 1.5) is None  # both readings fit
+    assert switched_by_logprobs(None, 1.2) is None and switched_by_logprobs({"text": "M"}, 1.2) is None
+    assert switched_by_logprobs(_completion(0.9), 1.5) is None  # neither: not this annotator's arithmetic
+    draws = [shown_switched(f"instruction {i}") for i in range(400)]
+    assert 150 < sum(draws) < 250 and draws == [shown_switched(f"instruction {i}") for i in range(400)]
+    assert draws != [shown_switched(f"instruction {i}", seed=1) for i in range(400)]
+
+
+def _one_order_table(position: float, seed: int = 0, instructions: int = 400) -> pd.DataFrame:
+    """Four models against a baseline, each instruction shown in one random order (the same for
+    every model); the judge adds ``position`` to the win probability of the output shown first."""
+    rng = np.random.default_rng(seed)
+    first = rng.integers(0, 2, instructions).astype(bool)  # the model shown first
+    hard = rng.normal(0, 1, instructions)
+    rows = []
+    for m, strength in enumerate((-1.5, -0.5, 0.0, 1.0)):
+        p = 1 / (1 + np.exp(-(strength - hard)))
+        q = np.clip(p + np.where(first, position, -position), 0, 1)
+        rows += [{"judge": "j", "model_1": "base", "model_2": f"m{m}", "prompt": f"i{i}", "order": "2" if f else "1",
+                  "p_1": 1 - (rng.random() < qi)} for i, (f, qi) in enumerate(zip(first, q))]
+    rows += [{"judge": "j", "model_1": "base", "model_2": "base", "prompt": f"i{i}", "order": "1", "p_1": 0.5}
+             for i in range(instructions)]
+    return pd.DataFrame(rows)
+
+
+def test_position_bias_of_one_random_order_per_instruction():
+    """A planted pull towards the second output is found, per model and pooled; with none
+    planted, the CI covers 0 and the randomization test finds nothing."""
+    from judgeaudit.audits.position_one_order import POOLED, position_one_order
+
+    boot = BootstrapSettings(500, 0.95, 0)
+    planted, summary = position_one_order(_one_order_table(-0.1), boot)
+    pooled = planted.set_index("model").loc[POOLED]
+    assert pooled.ci_high < 0 and pooled.ci_low < -20 < pooled.ci_high and pooled.p_randomization < 0.01
+    assert summary["j"]["first_wins"]["ci_high"] < 0.5 and summary["j"]["models_better_second"] >= 3
+    assert "base" not in set(planted.model)  # the baseline against itself tells nothing
+    none, summary = position_one_order(_one_order_table(0.0), boot)
+    pooled = none.set_index("model").loc[POOLED]
+    assert pooled.ci_low < 0 < pooled.ci_high and pooled.p_randomization > 0.05
+    assert summary["j"]["first_wins"]["ci_low"] < 0.5 < summary["j"]["first_wins"]["ci_high"]
+
+
+def test_position_bias_is_not_measured_where_the_log_probs_contradict_the_order():
+    from judgeaudit.pipeline.leaderboard import judge_position
+
+    boot = BootstrapSettings(100, 0.95, 0)
+    frame, summary = judge_position(_one_order_table(-0.1), boot, {"order_agrees": 50, "order_contradicted": 50})
+    assert frame.empty and "contradict" in summary["skipped"]
+    frame, summary = judge_position(_one_order_table(-0.1), boot, {"order_agrees": 100})
+    assert len(frame) == 5 and summary["order_check"] == {"order_agrees": 100}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not REAL.is_dir(), reason=f"{REAL} absent (shared data)")
+def test_alpacaeval_2s_judge_prefers_the_output_shown_second():
+    """AlpacaEval 2.0's GPT-4 Turbo annotations: its seeded order agrees with the judge's own
+    log-probs wherever they are kept, and the judge favours the output it is shown second."""
+    from judgeaudit.pipeline.leaderboard import judge_position
+
+    table, report = read_source("alpacaeval", REAL)
+    assert report.checks == {"order_agrees": 41_718, "order_unchecked": 4_962}
+    assert table.groupby("prompt").order.nunique().max() == 1  # one draw per instruction, every model
+    frame, summary = judge_position(table, BootstrapSettings(300, 0.95, 0), report.checks)
+    judge = summary["judges"]["weighted_alpaca_eval_gpt4_turbo"]
+    assert judge["first_wins"]["n"] == 805 and judge["first_wins"]["ci_high"] < 0.49
+    assert judge["difference"]["ci_high"] < -5 and judge["models_better_second"] >= 50
+    assert judge["models_better_first"] == 0

@@ -1,10 +1,12 @@
 """Stage ``leaderboard`` (and ``judgeaudit leaderboard``): a real leaderboard's win rates
 from its judge's recorded annotations: raw (as the leaderboard prints them), length-
 and style-controlled, Bradley-Terry scores with CIs, separability, rank shifts, the
-spread of length-gamed variants, and gamed entries flagged with their evidence."""
+spread of length-gamed variants, gamed entries flagged with their evidence, and the
+judge's position bias from the order each pair was shown in."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,6 +14,8 @@ import pandas as pd
 
 from judgeaudit.audits.gamed_outputs import gamed_outputs
 from judgeaudit.audits.leaderboard_stats import bootstrap_rates, gameability, rank_shifts, separability
+from judgeaudit.audits.position_one_order import COLUMNS as POSITION_COLUMNS
+from judgeaudit.audits.position_one_order import position_one_order
 from judgeaudit.audits.reproduction import alpacaeval_figures, published_summary
 from judgeaudit.audits.self_preference import (
     SelfPreferenceSettings,
@@ -53,12 +57,34 @@ class Leaderboard:
     difficulty: pd.Series
     published: pd.DataFrame  # the leaderboard's own figures beside ours, where known
     summary: dict = field(default_factory=dict)
+    position: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=POSITION_COLUMNS))
 
 
-def build_leaderboard(table: pd.DataFrame, settings: LeaderboardSettings, steps: Steps | None = None
-                      ) -> Leaderboard:
+# a reader's order checks (ReadReport.checks) past which the orders are not the judge's
+ORDER_CONTRADICTED_MAX = 0.005
+
+
+def judge_position(table: pd.DataFrame, boot: BootstrapSettings, order_check: Mapping[str, int] | None
+                   ) -> tuple[pd.DataFrame, dict]:
+    """The judge's position bias from the one order each pair was shown in
+    (``position_one_order``), unless the reader's checks contradict that order."""
+    check = {k: int(v) for k, v in (order_check or {}).items() if k.startswith("order_")}
+    checked = check.get("order_agrees", 0) + check.get("order_contradicted", 0)
+    if checked and check.get("order_contradicted", 0) > ORDER_CONTRADICTED_MAX * checked:
+        return pd.DataFrame(columns=POSITION_COLUMNS), {
+            "order_check": check, "skipped": "the judge's log-probs contradict the order inferred for "
+            f"{check['order_contradicted']} of {checked} annotations (not AlpacaEval's default seed?)"}
+    frame, pooled = position_one_order(table, boot)
+    if frame.empty:
+        return frame, {"order_check": check, "skipped": "every pair was shown in the same order"}
+    return frame, {"order_check": check, "judges": pooled}
+
+
+def build_leaderboard(table: pd.DataFrame, settings: LeaderboardSettings, steps: Steps | None = None,
+                      order_check: Mapping[str, int] | None = None) -> Leaderboard:
     """Every figure of the leaderboard from its judgment table (source alpacaeval); ``steps``:
-    the gamed-output evidence, each model's two GLMs, the bootstrap and the gameability."""
+    the gamed-output evidence, each model's two GLMs, the bootstrap and the gameability;
+    ``order_check``: the reader's checks of the order each pair was shown in."""
     prefs = preferences(table)
     raw = raw_win_rates(prefs)
     outputs = table.drop_duplicates(["model_2", "prompt"]).rename(columns={"model_2": "model", "response_2": "output"})
@@ -89,13 +115,14 @@ def build_leaderboard(table: pd.DataFrame, settings: LeaderboardSettings, steps:
     games = gameability(values, {"raw": "q", "lc": "lc", "sc": "sc"}, settings.bootstrap)
     done(steps)
     published = alpacaeval_figures(board)
+    position, position_summary = judge_position(table, settings.bootstrap, order_check)
     summary = {"models": int(len(board)), "baseline": sorted(board["baseline"].unique().tolist()),
                "judge": sorted(board["judge"].unique().tolist()), "separability_bt": separability(board),
                "flagged": board.loc[board.flagged, "model"].tolist(),
                "lc_gamed_stand_in": (f"{stand_in}_verbose and {stand_in}_concise against {stand_in}"
                                      if stand_in else "none: no model has both length variants; LC unregularised"),
-               "published": published_summary(published)}
-    return Leaderboard(board, ranks, games, flags, difficulty, published, summary)
+               "published": published_summary(published), "position": position_summary}
+    return Leaderboard(board, ranks, games, flags, difficulty, published, summary, position)
 
 
 def write_leaderboard(result: Leaderboard, out: Path, quarantine: Path | None = None) -> dict[str, Path]:
@@ -108,9 +135,12 @@ def write_leaderboard(result: Leaderboard, out: Path, quarantine: Path | None = 
     out.mkdir(parents=True, exist_ok=True)
     validate_table(result.board, "leaderboard_win_rates", str(out / "win_rates.parquet"),
                    quarantine_dir=quarantine or out / "quarantine")
+    if len(result.position):
+        validate_table(result.position, "leaderboard_position", str(out / "position.parquet"),
+                       quarantine_dir=quarantine or out / "quarantine")
     paths = {name: write_table(frame, out / f"{name}.parquet") for name, frame in (
         ("win_rates", result.board), ("ranks", result.ranks), ("gameability", result.gameability),
-        ("flags", result.flags), ("published", result.published),
+        ("flags", result.flags), ("published", result.published), ("position", result.position),
         ("difficulty", result.difficulty.rename("difficulty").rename_axis("instruction").reset_index()))}
     paths["summary"] = write_json(result.summary, out / "summary.json")
     paths["html"] = write_leaderboard_report(result, out)
@@ -169,7 +199,8 @@ def leaderboard_stage(params, out: Path, steps: Steps | None = None) -> dict:
         done(steps)
         result = build_leaderboard(table, LeaderboardSettings(boot, LCSettings(cv=section.lc_cv),
                                                               flag_threshold=section.flag_threshold,
-                                                              workers=params.scale.processes), steps)
+                                                              workers=params.scale.processes), steps,
+                                   order_check=report.checks)
         summary = result.summary
         summary["notes"] = report.notes
     else:

@@ -310,6 +310,24 @@ def leaderboard_win_rates_suite() -> list:
     ]
 
 
+def leaderboard_position_suite() -> list:
+    """The judge's position bias, a row per (judge, model) and a pooled one: win rates in points
+    on each half of the instructions, their difference inside its CI, a p-value."""
+    return [
+        *_columns(["judge", "baseline", "model", "n", "n_instructions", "n_first", "n_second", "win_rate_first",
+                   "win_rate_second", "difference", "ci_low", "ci_high", "p_randomization", "confidence"]),
+        gxe.ExpectTableRowCountToBeBetween(min_value=1),
+        *[gxe.ExpectColumnValuesToBeBetween(column=c, min_value=0, max_value=100)
+          for c in ("win_rate_first", "win_rate_second")],
+        *[gxe.ExpectColumnValuesToBeBetween(column=c, min_value=-100, max_value=100)
+          for c in ("difference", "ci_low", "ci_high")],
+        *[gxe.ExpectColumnValuesToBeBetween(column=c, min_value=1) for c in ("n_first", "n_second")],
+        gxe.ExpectColumnValuesToBeBetween(column="p_randomization", min_value=0, max_value=1),
+        *_inside_ci("difference"),
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["judge", "baseline", "model"]),
+    ]
+
+
 SUITES = {"prompts": prompts_suite, "synthetic": synthetic_suite, "responses": responses_suite,
           "judgments": judgments_suite, "win_rates": metrics_suite, "pls": metrics_suite,
           "boat_results": boat_results_suite, "pu_consistency": pu_consistency_suite,
@@ -319,7 +337,7 @@ SUITES = {"prompts": prompts_suite, "synthetic": synthetic_suite, "responses": r
           "judge_comparison": judge_comparison_suite, "strategy_comparison": strategy_comparison_suite,
           "error_correlation": error_correlation_suite, "alt_test": alt_test_suite,
           "selective": selective_suite,
-          "leaderboard_win_rates": leaderboard_win_rates_suite}
+          "leaderboard_win_rates": leaderboard_win_rates_suite, "leaderboard_position": leaderboard_position_suite}
 
 
 def build_suite(table: str) -> gx.ExpectationSuite:

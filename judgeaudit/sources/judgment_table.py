@@ -60,6 +60,7 @@ class ReadReport:
     source: str
     files: list[FileReport] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    checks: Counter = field(default_factory=Counter)  # what a reader verified, e.g. the order it inferred
 
     def file(self, path: str | Path) -> FileReport:
         report = FileReport(str(path))
@@ -73,7 +74,8 @@ class ReadReport:
         return {"source": self.source, "files": len(self.files),
                 "rows_read": sum(f.rows_read for f in self.files),
                 "rows_rejected": sum(sum(f.rejected.values()) for f in self.files),
-                "unparseable": sum(f.unparseable for f in self.files), "notes": self.notes}
+                "unparseable": sum(f.unparseable for f in self.files), "notes": self.notes,
+                **({"checks": dict(sorted(self.checks.items()))} if self.checks else {})}
 
 
 def make_table(rows: list[dict]) -> pd.DataFrame:
