@@ -15,7 +15,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from judgeaudit.audits.position_one_order import POOLED  # noqa: E402
-from judgeaudit.report.judge_report import STYLE, _fmt  # noqa: E402
+from judgeaudit.report.judge_report import STYLE, _fmt, _saved  # noqa: E402
 from judgeaudit.report.self_preference_report import self_preference_section  # noqa: E402
 
 
@@ -32,9 +32,7 @@ def plot_raw_vs_controlled(board: pd.DataFrame, path: Path) -> Path:
         ax.set_ylabel(f"{title} win rate (%)")
         ax.set_title(f"raw against {title} (red: flagged as gamed)", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return _saved(fig, path)
 
 
 def plot_bt(board: pd.DataFrame, path: Path) -> Path:
@@ -47,9 +45,7 @@ def plot_bt(board: pd.DataFrame, path: Path) -> Path:
     ax.axvline(1000, color="grey", lw=0.6, ls=":")
     ax.set_xlabel("Bradley-Terry score against the baseline (Elo scale, 95% CI)")
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return _saved(fig, path)
 
 
 def plot_rank_shifts(ranks: pd.DataFrame, path: Path) -> Path:
@@ -63,9 +59,7 @@ def plot_rank_shifts(ranks: pd.DataFrame, path: Path) -> Path:
     ax.invert_yaxis()
     ax.set_ylabel("rank (1 = best); red: moved 5 or more places")
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return _saved(fig, path)
 
 
 def plot_position(position: pd.DataFrame, path: Path) -> Path:
@@ -89,9 +83,7 @@ def plot_position(position: pd.DataFrame, path: Path) -> Path:
     axes[1].set_xlabel("shown first - shown second (points, 95% CI over instructions)")
     fig.suptitle(f"position: {', '.join(sorted(rows.judge.unique()))}", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path
+    return _saved(fig, path)
 
 
 def position_html(summary: dict, image: str | None) -> str:
