@@ -211,6 +211,10 @@ def _selective_line(r: dict) -> str:
     kept, right, every = r["coverage"], r["selective_accuracy"], r["accuracy"]
     head = f"{r['source']}: {r['judge']} ({r['strategy']})"
     overall = f"accuracy {every['estimate']:.3f} on n={every['n']}"
+    auroc, ece = r.get("auroc") or {}, r.get("ece") or {}
+    if auroc.get("estimate") is not None and ece.get("estimate") is not None:
+        overall += (f"; its confidence: AUROC {auroc['estimate']:.3f} [{auroc['ci_low']:.3f}, {auroc['ci_high']:.3f}], "
+                    f"ECE {ece['estimate']:.3f} [{ece['ci_low']:.3f}, {ece['ci_high']:.3f}] (n={auroc['n']})")
     if r["threshold"] is None:
         return (f"{head} escalates every pair: no confidence threshold gives {1 - r['alpha']:.0%} agreement with the "
                 f"guarantee ({overall}), selective.parquet")
@@ -219,8 +223,7 @@ def _selective_line(r: dict) -> str:
                 "selective.parquet")
     return (f"{head} keeps {kept['estimate']:.1%} [{kept['ci_low']:.1%}, {kept['ci_high']:.1%}] of the pairs "
             f"(confidence >= {r['threshold']:.3f}) with agreement {right['estimate']:.3f} [{right['ci_low']:.3f}, "
-            f"{right['ci_high']:.3f}] (n={right['n']}), against {every['estimate']:.3f} on every pair, "
-            "selective.parquet")
+            f"{right['ci_high']:.3f}] (n={right['n']}), against {overall}, selective.parquet")
 
 
 def _print_comparison(r) -> None:

@@ -169,7 +169,7 @@ def test_full_audit_flow(tiny_audit):
     assert len(report["real_judges"]["alt_test"]) == 3 and "Can the judge replace a human annotator?" in html
     # trust or escalate: JudgeB's four LLMBar pairs are too few for any threshold to carry the guarantee
     kept = pd.read_parquet(first / "real_judges/selective.parquet")
-    assert set(kept.judge) == {"JudgeB"} and np.isinf(kept.threshold).all() and len(kept) == 4
+    assert set(kept.judge) == {"JudgeB"} and np.isinf(kept.threshold).all() and len(kept) == 7
     assert kept.set_index("metric").loc["coverage", "estimate"] == 0 and "Trust or escalate" in html
     board = pd.read_parquet(first / "leaderboard/win_rates.parquet")
     assert board.loc[board.flagged, "model"].tolist() == ["NullModel"] and "Leaderboard:" in html

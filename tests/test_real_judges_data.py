@@ -248,4 +248,14 @@ def test_real_judges_stage_on_every_source(tmp_path):
     assert all(r["threshold"] is None and r["coverage"]["estimate"] == 0 for key, r in trust.items()
                if key != ("llmbar", "GPT-4"))
     assert trust[("judgebench", "Skywork_Skywork-Reward-Gemma-2-27B")]["confidence"] == "p_1"
+    # why: GPT-4's confidence tells its right verdicts from its wrong ones; ChatGPT's is surer when it is wrong
+    # (LLMBar's adversarial pairs draw it to the same wrong output again and again); the Skywork reward models
+    # rank as well as internlm's but claim about 30 points more than they get right
+    assert gpt4["auroc"]["ci_low"] > 0.65 and gpt4["ece"]["estimate"] < 0.1 and gpt4["auroc"]["n"] == 419
+    assert trust[("llmbar", "ChatGPT")]["auroc"]["ci_high"] < 0.45
+    for rm in skywork:
+        assert trust[("judgebench", rm)]["overconfidence"]["ci_low"] > 0.2
+        assert trust[("judgebench", rm)]["auroc"]["ci_low"] > 0.5
+    internlm = trust[("judgebench", "internlm_internlm2-20b-reward")]
+    assert internlm["overconfidence"]["ci_low"] < 0 < internlm["overconfidence"]["ci_high"]
     assert "Trust or escalate" in report and (tmp_path / "judges_selective.png").stat().st_size > 1000

@@ -1,7 +1,9 @@
 """Trust or escalate (audits/selective.py): the calibrated threshold against the exact binomial bound
 worked by hand, a judge whose confidence tells its errors apart keeping its sure pairs with the
-promised agreement, one whose confidence says nothing escalating every pair, and the two kinds of
-confidence (a reward model's p_1, the agreement of a judge's own verdicts)."""
+promised agreement, one whose confidence says nothing escalating every pair, the two kinds of
+confidence (a reward model's p_1, the agreement of a judge's own verdicts), and how far a confidence can
+be trusted (audits/calibration.py: AUROC and ECE against their definitions, on judges calibrated,
+overconfident, uninformative and surer when wrong)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from judgeaudit.audits.calibration import auroc, ece, overconfidence
 from judgeaudit.audits.selective import COLUMNS, SelectiveSettings, selective, threshold, units
 from judgeaudit.audits.stats import BootstrapSettings
 from judgeaudit.sources.judgment_table import COLUMNS as TABLE_COLUMNS
@@ -63,7 +66,7 @@ def test_a_judge_whose_confidence_tells_its_errors_apart_keeps_its_sure_pairs():
     chosen = pd.DataFrame({"source": "synthetic", "judge": ["sure", "blind"], "strategy": "reward_model"})
     settings = SelectiveSettings(alpha=0.1, delta=0.1, min_n=30, splits=100)
     result = selective(table, chosen, settings, FAST)
-    assert list(result.columns) == COLUMNS and len(result) == 8
+    assert list(result.columns) == COLUMNS and len(result) == 14
     wide = result.pivot(index="judge", columns="metric", values="estimate")
     n = result.pivot(index="judge", columns="metric", values="n")
     assert set(result.confidence) == {"p_1"}
@@ -79,6 +82,11 @@ def test_a_judge_whose_confidence_tells_its_errors_apart_keeps_its_sure_pairs():
     assert np.isnan(wide.loc["blind", "selective_accuracy"]) and 0.65 < wide.loc["blind", "accuracy"] < 0.85
     kept = result[result.metric != "selective_accuracy"]
     assert (kept.ci_low <= kept.estimate).all() and (kept.estimate <= kept.ci_high).all()
+    # why: the one's confidence ranks its right verdicts above its wrong ones, the other's does not (over all
+    # 400 pairs, not the test half)
+    ci = result.set_index(["judge", "metric"])
+    assert ci.loc[("sure", "auroc"), "ci_low"] > 0.7 and ci.loc[("sure", "auroc"), "n"] == 400
+    assert ci.loc[("blind", "auroc"), "ci_low"] < 0.5 < ci.loc[("blind", "auroc"), "ci_high"]
 
 
 def test_confidence_is_the_agreement_of_the_judges_own_verdicts_and_one_order_per_pair():
@@ -143,3 +151,53 @@ def test_the_commands_say_what_each_judge_keeps():
     kept = {"estimate": 0.95, "ci_low": 0.9, "ci_high": 0.99, "n": 40}
     line = _selective_line(record | {"threshold": 0.8, "coverage": every, "selective_accuracy": kept})
     assert "keeps 70.0% [60.0%, 80.0%]" in line and "agreement 0.950 [0.900, 0.990] (n=40)" in line
+
+
+def test_auroc_and_ece_are_their_definitions_row_by_row():
+    conf = np.array([0.95, 0.9, 0.9, 0.75, 0.6, 0.55, 0.3, 0.72])
+    right = np.array([1, 1, 0, 1, 0, 1, 0, 0], dtype=float)
+    # AUROC: over every (right, wrong) pair, the share where the right one is surer, ties counting half
+    pairs = [(a, b) for a, r in zip(conf, right) if r for b, w in zip(conf, right) if not w]
+    by_hand = np.mean([1.0 if a > b else 0.5 if a == b else 0.0 for a, b in pairs])
+    assert auroc(conf[None], right[None])[0] == pytest.approx(by_hand)
+    assert by_hand == pytest.approx(stats.mannwhitneyu(conf[right > 0], conf[right == 0]).statistic / 16)
+    # ECE over ten bins: {0.95, 0.9, 0.9} (2 of 3 right), {0.75, 0.72} (1 of 2), {0.6} (0), {0.55} (1), {0.3} (0)
+    gaps = [abs(2 - 2.75), abs(1 - 1.47), abs(0 - 0.6), abs(1 - 0.55), abs(0 - 0.3)]
+    assert ece(conf[None], right[None])[0] == pytest.approx(sum(gaps) / 8)
+    assert overconfidence(conf[None], right[None])[0] == pytest.approx(conf.mean() - right.mean())
+    # 2-D: one value per row (a row per bootstrap resample), nan where a row has no wrong verdict
+    rows = np.vstack([conf, conf[::-1]]), np.vstack([right, np.ones(8)])
+    assert np.isnan(auroc(*rows)[1]) and auroc(*rows)[0] == pytest.approx(by_hand) and ece(*rows).shape == (2,)
+    # a confidence of exactly 0.9 (27 of 30 verdicts) lies in the 0.9 bin, not below it
+    assert ece(np.array([27 / 30, 0.85]), np.array([1.0, 0.0])) == pytest.approx((0.1 + 0.85) / 2)
+
+
+def _judge_by_confidence(name: str, n: int, right_given: callable, seed: int) -> list[dict]:
+    """A reward model's rows whose confidence c ~ U(0.5, 1) and whose verdict is right with probability
+    ``right_given(c)``."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        label, sure = ("1" if i % 2 else "2"), rng.uniform(0.5, 1.0)
+        verdict = label if rng.random() < right_given(sure) else {"1": "2", "2": "1"}[label]
+        p_1 = sure if verdict == "1" else 1 - sure
+        rows += [_row(name, "reward_model", i, order, verdict, label, p_1) for order in ("1", "2")]
+    return rows
+
+
+def test_calibrated_overconfident_and_surer_when_wrong_judges_are_told_apart():
+    judges = {"calibrated": lambda c: c, "overconfident": lambda c: c - 0.25, "backwards": lambda c: 1.5 - c}
+    rows = [r for k, (name, f) in enumerate(judges.items()) for r in _judge_by_confidence(name, 600, f, k)]
+    table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
+    chosen = pd.DataFrame({"source": "synthetic", "judge": list(judges), "strategy": "reward_model"})
+    result = selective(table, chosen, SelectiveSettings(splits=10), FAST).set_index(["judge", "metric"])
+    est, low, high = (result[c] for c in ("estimate", "ci_low", "ci_high"))
+    # right as often as it is sure: ECE near 0 and no over- or underconfidence; its confidence ranks
+    assert est["calibrated", "ece"] < 0.06
+    assert low["calibrated", "overconfidence"] < 0 < high["calibrated", "overconfidence"]
+    assert low["calibrated", "auroc"] > 0.55
+    # the same ranking, a quarter less right than it claims
+    assert 0.18 < low["overconfident", "overconfidence"] and high["overconfident", "overconfidence"] < 0.32
+    assert est["overconfident", "ece"] > 0.18 and low["overconfident", "auroc"] > 0.55
+    # right less often the surer it is: AUROC below a half, with its whole CI
+    assert high["backwards", "auroc"] < 0.45 and np.isinf(result.loc["backwards", "threshold"]).all()

@@ -22,7 +22,10 @@ Per judge (in the stage: each judge in its first-screen strategy), on labelled p
   the pairs allow. The guarantee bounds the judge's true error rate on the pairs kept, and a test
   half of a few hundred pairs measures it with an error of a few points, so this share can fall
   below 1 - delta where the guarantee holds (it does on simulated judges whose true rates are known:
-  tests/test_selective.py).
+  tests/test_selective.py);
+- over every unit: how well the confidence tells right verdicts from wrong ones (``auroc``), and how far it
+  is from the share right (``ece``, ``overconfidence``): audits/calibration.py. What a threshold can keep
+  follows from them.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from judgeaudit.audits import calibration
 from judgeaudit.audits.judge_quality import _mean_where, with_conventions
 from judgeaudit.audits.stats import BootstrapSettings, joint_bootstrap
 
@@ -107,7 +111,8 @@ def selective(table: pd.DataFrame, chosen: pd.DataFrame, settings: SelectiveSett
               boot: BootstrapSettings) -> pd.DataFrame:
     """Selective evaluation of each (source, judge, strategy) row of ``chosen`` with at least
     2 x ``min_n`` labelled pairs, on which its confidence takes two values or more (``COLUMNS``:
-    a row per metric)."""
+    a row per metric; coverage, selective_accuracy and accuracy on the test half, auroc, ece and
+    overconfidence on every pair, target_reached over the halvings)."""
     rows = []
     for r in chosen[["source", "judge", "strategy"]].drop_duplicates().itertuples(index=False):
         unit, kind = units(table, r.source, r.judge, r.strategy, boot.seed)
@@ -122,6 +127,8 @@ def selective(table: pd.DataFrame, chosen: pd.DataFrame, settings: SelectiveSett
             "coverage": lambda c: c["kept"].mean(axis=-1),
             "selective_accuracy": lambda c: _mean_where(c["right"], c["kept"] > 0),
             "accuracy": lambda c: c["right"].mean(axis=-1)}, boot)
+        knows = joint_bootstrap({"confidence": conf, "correct": right.astype(float)},
+                                calibration.statistics(), boot)  # over every unit, not a half
         held = _held(unit, settings, rng)
         ci = stats.binomtest(int(held.sum()), len(held)).proportion_ci(boot.confidence, method="exact")
         keys = {"source": r.source, "judge": r.judge, "strategy": r.strategy, "confidence": kind,
@@ -129,7 +136,7 @@ def selective(table: pd.DataFrame, chosen: pd.DataFrame, settings: SelectiveSett
         sizes = {"coverage": len(test_kept), "selective_accuracy": int(test_kept.sum()),
                  "accuracy": len(test_kept)}
         rows += [keys | {"metric": m, "estimate": e.estimate, "ci_low": e.ci_low, "ci_high": e.ci_high,
-                         "n": sizes[m]} for m, e in est.items()]
+                         "n": sizes.get(m, e.n)} for m, e in (est | knows).items()]
         rows.append(keys | {"metric": "target_reached", "estimate": float(held.mean()), "ci_low": ci.low,
                             "ci_high": ci.high, "n": len(held)})
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -390,29 +390,47 @@ def alt_test_section(alt: pd.DataFrame | None, out_dir: Path) -> str:
             f"<img src='{png.name}' alt='alt-test per judge'>" + _fmt(table) + _fmt(per.round(3)))
 
 
+def _with_errors(wide: pd.DataFrame, metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """A metric's estimates from a (estimate | ci_low | ci_high) x metric frame, and their error bars."""
+    est, lo, hi = (wide[(k, metric)].to_numpy(float) for k in ("estimate", "ci_low", "ci_high"))
+    return est, np.nan_to_num(np.vstack([est - lo, hi - est]))
+
+
 def plot_selective(kept: pd.DataFrame, path: Path) -> Path:
     """Per source, each judge's agreement on every test pair (grey) and on the pairs it keeps (green),
-    with CIs, the share it keeps beside them, and the target 1 - alpha."""
+    with CIs, the share it keeps beside them, and the target 1 - alpha; on the right, how well its
+    confidence tells right verdicts from wrong (AUROC) and matches their share (ECE), with CIs."""
     wide = kept.pivot(index=["source", "judge"], columns="metric", values=["estimate", "ci_low", "ci_high"])
     sources = sorted(kept.source.unique())
     sizes = [len(wide.loc[s]) for s in sources]
-    fig, axes = plt.subplots(len(sources), 1, figsize=(9, sum(0.45 * k + 1.0 for k in sizes)), squeeze=False,
-                             gridspec_kw={"height_ratios": sizes}, layout="constrained")
-    for ax, source in zip(axes[:, 0], sources):
+    fig, axes = plt.subplots(len(sources), 2, figsize=(12, sum(0.45 * k + 1.0 for k in sizes)), squeeze=False,
+                             gridspec_kw={"height_ratios": sizes, "width_ratios": [3, 2]}, layout="constrained")
+    for (ax, right), source in zip(axes, sources):
         w = wide.loc[source].sort_values(("estimate", "accuracy"))
         y = np.arange(len(w))
         for offset, metric, colour in ((-0.2, "accuracy", "tab:grey"), (0.2, "selective_accuracy", "tab:green")):
-            est, lo, hi = (w[(k, metric)].to_numpy(float) for k in ("estimate", "ci_low", "ci_high"))
-            ax.barh(y + offset, np.nan_to_num(est), height=0.4, color=colour, capsize=2,
-                    xerr=np.nan_to_num(np.vstack([est - lo, hi - est])), label=metric.replace("_", " "))
+            est, err = _with_errors(w, metric)
+            ax.barh(y + offset, np.nan_to_num(est), height=0.4, color=colour, capsize=2, xerr=err,
+                    label=metric.replace("_", " "))
         for k, cover in enumerate(w[("estimate", "coverage")]):
             ax.text(1.01, k, f"keeps {cover:.0%}" if cover > 0 else "escalates all", va="center", fontsize=7)
         ax.axvline(1 - kept.alpha.iloc[0], color="black", lw=0.8, ls="--")
         ax.set_yticks(y, list(w.index), fontsize=7)
         ax.set_xlim(0, 1.15)
-        ax.set_title(f"{source}: agreement with the label, every test pair (grey) and the pairs kept (green); "
-                     f"dashed: 1 - alpha", fontsize=9)
-    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize=8)
+        ax.set_title(f"{source}: agreement with the label, every test pair (grey), pairs kept (green); "
+                     f"dashed: 1 - alpha", fontsize=8)
+        for offset, metric, marker, colour in ((0.12, "auroc", "o", "tab:blue"), (-0.12, "ece", "s", "tab:orange")):
+            if ("estimate", metric) in w:
+                est, err = _with_errors(w, metric)
+                right.errorbar(est, y + offset, xerr=err, fmt=marker, color=colour, capsize=2, ms=4,
+                               label=metric.upper())
+        right.axvline(0.5, color="tab:blue", lw=0.8, ls=":")
+        right.set_yticks(y, [])
+        right.set_xlim(0, 1)
+        right.set_title("its confidence: AUROC (dotted: chance) and ECE", fontsize=8)
+    handles = [h for ax in axes[0] for h in ax.get_legend_handles_labels()[0]]
+    labels = [lab for ax in axes[0] for lab in ax.get_legend_handles_labels()[1]]
+    fig.legend(handles, labels, loc="outside lower center", ncols=4, fontsize=8)
     return _saved(fig, path)
 
 
@@ -436,8 +454,11 @@ def selective_section(kept: pd.DataFrame | None, out_dir: Path) -> str:
             "1 - p_1); otherwise the share of the judge's verdicts on the pair, over its strategies and both "
             "orders, that agree. On the other half: the share kept, the agreement on it and on every pair; "
             "target_reached: over random halvings, the share whose kept test pairs reached the target (the "
-            "guarantee bounds the true rate, and a finite test half misses it by chance now and then). Rows in "
-            "selective.parquet.</p>"
+            "guarantee bounds the true rate, and a finite test half misses it by chance now and then). Over every "
+            "pair, how far the confidence can be trusted at all: auroc, the chance that a right verdict carries "
+            "more confidence than a wrong one (0.5: it says nothing; below: the judge is surer when wrong), and "
+            "ece and overconfidence, its distance from the share right (10 equal bins; mean confidence minus "
+            "the share right). Rows in selective.parquet.</p>"
             f"<img src='{png.name}' alt='selective evaluation per judge'>" + _fmt(table))
 
 
