@@ -215,6 +215,12 @@ def _selective_line(r: dict) -> str:
     if auroc.get("estimate") is not None and ece.get("estimate") is not None:
         overall += (f"; its confidence: AUROC {auroc['estimate']:.3f} [{auroc['ci_low']:.3f}, {auroc['ci_high']:.3f}], "
                     f"ECE {ece['estimate']:.3f} [{ece['ci_low']:.3f}, {ece['ci_high']:.3f}] (n={auroc['n']})")
+    ranked = sorted((f["auroc"]["estimate"], subset, f["auroc"]) for subset, f in (r.get("by_subset") or {}).items()
+                    if f.get("auroc", {}).get("estimate") is not None)
+    if len(ranked) > 1:
+        overall += ", per subset from " + " to ".join(
+            f"{a['estimate']:.3f} [{a['ci_low']:.3f}, {a['ci_high']:.3f}] ({subset}, n={a['n']})"
+            for _, subset, a in (ranked[0], ranked[-1]))
     if r["threshold"] is None:
         return (f"{head} escalates every pair: no confidence threshold gives {1 - r['alpha']:.0%} agreement with the "
                 f"guarantee ({overall}), selective.parquet")

@@ -256,6 +256,18 @@ def test_real_judges_stage_on_every_source(tmp_path):
     for rm in skywork:
         assert trust[("judgebench", rm)]["overconfidence"]["ci_low"] > 0.2
         assert trust[("judgebench", rm)]["auroc"]["ci_low"] > 0.5
+    # per subset: ChatGPT's and LLaMA 2's confidence ranks on LLMBar's Natural pairs and runs backwards on the
+    # adversarial Neighbor ones; GPT-4's ranks on every subset (its CI excludes chance on the three largest)
+    for judge in ("ChatGPT", "LLaMA2"):
+        parts = trust[("llmbar", judge)]["by_subset"]
+        assert parts["Natural"]["auroc"]["ci_low"] > 0.7 and parts["Adversarial/Neighbor"]["auroc"]["ci_high"] < 0.3
+        assert parts["Natural"]["auroc"]["n"] == 100 and parts["Adversarial/Neighbor"]["auroc"]["n"] == 134
+    assert len(gpt4["by_subset"]) == 5 and all(f["auroc"]["estimate"] > 0.6 for f in gpt4["by_subset"].values())
+    assert all(gpt4["by_subset"][s]["auroc"]["ci_low"] > 0.5 for s in ("Natural", "Adversarial/Neighbor",
+                                                                       "Adversarial/GPTInst"))
+    assert set(trust[("judgebench", skywork[0])]["by_subset"]) == {"coding", "knowledge", "math", "reasoning"}
     internlm = trust[("judgebench", "internlm_internlm2-20b-reward")]
     assert internlm["overconfidence"]["ci_low"] < 0 < internlm["overconfidence"]["ci_high"]
     assert "Trust or escalate" in report and (tmp_path / "judges_selective.png").stat().st_size > 1000
+    assert "The same AUROC per subset" in report
+    assert (tmp_path / "judges_confidence_by_subset.png").stat().st_size > 1000

@@ -3,7 +3,8 @@ worked by hand, a judge whose confidence tells its errors apart keeping its sure
 promised agreement, one whose confidence says nothing escalating every pair, the two kinds of
 confidence (a reward model's p_1, the agreement of a judge's own verdicts), and how far a confidence can
 be trusted (audits/calibration.py: AUROC and ECE against their definitions, on judges calibrated,
-overconfident, uninformative and surer when wrong)."""
+overconfident, uninformative and surer when wrong, and per subset, where a judge that ranks on plain pairs
+and runs backwards on adversarial ones looks merely blind overall)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,9 @@ from judgeaudit.sources.judgment_table import COLUMNS as TABLE_COLUMNS
 FAST = BootstrapSettings(n_boot=300, confidence=0.95, seed=0)
 
 
-def _row(judge: str, strategy: str, item: int, order: str, verdict: str, label: str, p_1: float | None = None) -> dict:
-    return {"source": "synthetic", "subset": "all", "item_id": f"{item:04d}", "prompt": "q", "response_1": "a",
+def _row(judge: str, strategy: str, item: int, order: str, verdict: str, label: str, p_1: float | None = None,
+         subset: str = "all") -> dict:
+    return {"source": "synthetic", "subset": subset, "item_id": f"{item:04d}", "prompt": "q", "response_1": "a",
             "response_2": "b", "model_1": None, "model_2": None, "judge": judge, "strategy": strategy,
             "order": order, "verdict": verdict, "p_1": p_1, "label": label, "human_labels": None, "raw_output": None}
 
@@ -172,16 +174,17 @@ def test_auroc_and_ece_are_their_definitions_row_by_row():
     assert ece(np.array([27 / 30, 0.85]), np.array([1.0, 0.0])) == pytest.approx((0.1 + 0.85) / 2)
 
 
-def _judge_by_confidence(name: str, n: int, right_given: callable, seed: int) -> list[dict]:
-    """A reward model's rows whose confidence c ~ U(0.5, 1) and whose verdict is right with probability
-    ``right_given(c)``."""
+def _judge_by_confidence(name: str, n: int, right_given: callable, seed: int, subset: str = "all",
+                         first: int = 0) -> list[dict]:
+    """A reward model's rows (items ``first``...) whose confidence c ~ U(0.5, 1) and whose verdict is right
+    with probability ``right_given(c)``."""
     rng = np.random.default_rng(seed)
     rows = []
-    for i in range(n):
+    for i in range(first, first + n):
         label, sure = ("1" if i % 2 else "2"), rng.uniform(0.5, 1.0)
         verdict = label if rng.random() < right_given(sure) else {"1": "2", "2": "1"}[label]
         p_1 = sure if verdict == "1" else 1 - sure
-        rows += [_row(name, "reward_model", i, order, verdict, label, p_1) for order in ("1", "2")]
+        rows += [_row(name, "reward_model", i, order, verdict, label, p_1, subset) for order in ("1", "2")]
     return rows
 
 
@@ -201,3 +204,34 @@ def test_calibrated_overconfident_and_surer_when_wrong_judges_are_told_apart():
     assert est["overconfident", "ece"] > 0.18 and low["overconfident", "auroc"] > 0.55
     # right less often the surer it is: AUROC below a half, with its whole CI
     assert high["backwards", "auroc"] < 0.45 and np.isinf(result.loc["backwards", "threshold"]).all()
+
+
+def test_a_confidence_that_ranks_on_plain_pairs_and_runs_backwards_on_adversarial_ones():
+    """Overall the two halves cancel (AUROC near 0.5); per subset, the rows tell them apart, each equal to the
+    figure computed on that subset's verdicts alone. A subset under ``min_n`` pairs gets no rows."""
+    rows = (_judge_by_confidence("j", 300, lambda c: c, 7, "plain")
+            + _judge_by_confidence("j", 300, lambda c: 1.5 - c, 8, "adversarial", first=300)
+            + _judge_by_confidence("j", 20, lambda c: c, 9, "rare", first=600))
+    table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
+    chosen = pd.DataFrame({"source": ["synthetic"], "judge": ["j"], "strategy": ["reward_model"]})
+    result = selective(table, chosen, SelectiveSettings(splits=10), FAST)
+    parts = result[result.subset != "all"]
+    assert set(parts.metric) == {"auroc", "ece", "overconfidence"} and set(parts.subset) == {"plain", "adversarial"}
+    assert len(result[result.subset == "all"]) == 7
+    ci = result.set_index(["subset", "metric"])
+    assert ci.loc[("all", "auroc"), "n"] == 620  # the rare subset's pairs count overall
+    assert ci.loc[("plain", "auroc"), "ci_low"] > 0.6 and ci.loc[("adversarial", "auroc"), "ci_high"] < 0.4
+    assert ci.loc[("all", "auroc"), "ci_low"] < 0.5 + 0.1 and ci.loc[("all", "auroc"), "ci_high"] > 0.5 - 0.1
+    unit, _ = units(table, "synthetic", "j", "reward_model", FAST.seed)
+    plain = unit[unit.subset == "plain"]
+    assert ci.loc[("plain", "auroc"), "estimate"] == pytest.approx(
+        auroc(plain.confidence.to_numpy()[None], plain.correct.to_numpy()[None])[0])
+    assert ci.loc[("plain", "auroc"), "n"] == 300
+    # the summary and the command's line carry the per-subset figures, from the worst to the best
+    from flows.cli import _selective_line
+    from judgeaudit.pipeline.real_judges import trust_or_escalate
+
+    record = trust_or_escalate(result)[0]
+    assert set(record["by_subset"]) == {"adversarial", "plain"} and record["auroc"]["n"] == 620
+    line = _selective_line(record)
+    assert line.index("(adversarial, n=300)") < line.index("(plain, n=300)")

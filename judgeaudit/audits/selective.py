@@ -25,7 +25,9 @@ Per judge (in the stage: each judge in its first-screen strategy), on labelled p
   tests/test_selective.py);
 - over every unit: how well the confidence tells right verdicts from wrong ones (``auroc``), and how far it
   is from the share right (``ece``, ``overconfidence``): audits/calibration.py. What a threshold can keep
-  follows from them.
+  follows from them. The same three per subset of the source (at least ``min_n`` units each), where its
+  units span two or more: a confidence can rank on plain pairs and run backwards on adversarial ones.
+  Every other row is over all the judge's pairs (subset "all").
 """
 
 from __future__ import annotations
@@ -37,10 +39,10 @@ import pandas as pd
 from scipy import stats
 
 from judgeaudit.audits import calibration
-from judgeaudit.audits.judge_quality import _mean_where, with_conventions
+from judgeaudit.audits.judge_quality import ALL, _mean_where, with_conventions
 from judgeaudit.audits.stats import BootstrapSettings, joint_bootstrap
 
-COLUMNS = ["source", "judge", "strategy", "confidence", "alpha", "delta", "threshold", "metric", "estimate",
+COLUMNS = ["source", "judge", "strategy", "subset", "confidence", "alpha", "delta", "threshold", "metric", "estimate",
            "ci_low", "ci_high", "n"]
 PAIR = ["subset", "item_id"]
 
@@ -107,12 +109,27 @@ def _held(unit: pd.DataFrame, settings: SelectiveSettings, rng: np.random.Genera
     return np.array(held)
 
 
+def _knows(unit: pd.DataFrame, boot: BootstrapSettings) -> dict:
+    """The confidence figures (audits/calibration.py) of ``unit``'s verdicts, with CIs from one bootstrap."""
+    return joint_bootstrap({"confidence": unit["confidence"].to_numpy(), "correct": unit["correct"].to_numpy(float)},
+                           calibration.statistics(), boot)
+
+
+def _by_subset(unit: pd.DataFrame, settings: SelectiveSettings, boot: BootstrapSettings) -> list[tuple[str, dict]]:
+    """(subset, its confidence figures) for each subset with ``min_n`` units or more, where the units span
+    two subsets or more."""
+    if unit["subset"].nunique() < 2:
+        return []
+    return [(str(subset), _knows(part, boot)) for subset, part in unit.groupby("subset", sort=True)
+            if len(part) >= settings.min_n]
+
+
 def selective(table: pd.DataFrame, chosen: pd.DataFrame, settings: SelectiveSettings,
               boot: BootstrapSettings) -> pd.DataFrame:
     """Selective evaluation of each (source, judge, strategy) row of ``chosen`` with at least
     2 x ``min_n`` labelled pairs, on which its confidence takes two values or more (``COLUMNS``:
     a row per metric; coverage, selective_accuracy and accuracy on the test half, auroc, ece and
-    overconfidence on every pair, target_reached over the halvings)."""
+    overconfidence on every pair and per subset, target_reached over the halvings)."""
     rows = []
     for r in chosen[["source", "judge", "strategy"]].drop_duplicates().itertuples(index=False):
         unit, kind = units(table, r.source, r.judge, r.strategy, boot.seed)
@@ -127,11 +144,10 @@ def selective(table: pd.DataFrame, chosen: pd.DataFrame, settings: SelectiveSett
             "coverage": lambda c: c["kept"].mean(axis=-1),
             "selective_accuracy": lambda c: _mean_where(c["right"], c["kept"] > 0),
             "accuracy": lambda c: c["right"].mean(axis=-1)}, boot)
-        knows = joint_bootstrap({"confidence": conf, "correct": right.astype(float)},
-                                calibration.statistics(), boot)  # over every unit, not a half
+        knows = _knows(unit, boot)  # over every unit, not a half
         held = _held(unit, settings, rng)
         ci = stats.binomtest(int(held.sum()), len(held)).proportion_ci(boot.confidence, method="exact")
-        keys = {"source": r.source, "judge": r.judge, "strategy": r.strategy, "confidence": kind,
+        keys = {"source": r.source, "judge": r.judge, "strategy": r.strategy, "subset": ALL, "confidence": kind,
                 "alpha": settings.alpha, "delta": settings.delta, "threshold": lam}
         sizes = {"coverage": len(test_kept), "selective_accuracy": int(test_kept.sum()),
                  "accuracy": len(test_kept)}
@@ -139,5 +155,8 @@ def selective(table: pd.DataFrame, chosen: pd.DataFrame, settings: SelectiveSett
                          "n": sizes.get(m, e.n)} for m, e in (est | knows).items()]
         rows.append(keys | {"metric": "target_reached", "estimate": float(held.mean()), "ci_low": ci.low,
                             "ci_high": ci.high, "n": len(held)})
+        rows += [keys | {"subset": subset, "metric": m, "estimate": e.estimate, "ci_low": e.ci_low,
+                         "ci_high": e.ci_high, "n": e.n} for subset, figures in _by_subset(unit, settings, boot)
+                 for m, e in figures.items()]
     return pd.DataFrame(rows, columns=COLUMNS)
 

@@ -18,7 +18,7 @@ from judgeaudit.audits.alt_test import AltTestSettings, alt_test
 from judgeaudit.audits.error_correlation import error_correlation
 from judgeaudit.audits.judge_comparison import COLUMNS as COMPARISON_COLUMNS
 from judgeaudit.audits.judge_comparison import compare_judges, compare_strategies
-from judgeaudit.audits.judge_quality import pooled, report_card
+from judgeaudit.audits.judge_quality import ALL, pooled, report_card
 from judgeaudit.audits.juries import compare_juries, juries, jury_card
 from judgeaudit.audits.pu_audit import PUConfig
 from judgeaudit.audits.pu_verdicts import pu_audit_verdicts
@@ -308,17 +308,22 @@ def replaces_annotators(alt: pd.DataFrame) -> list[dict]:
 
 
 def trust_or_escalate(kept: pd.DataFrame) -> list[dict]:
-    """Per judge: its threshold (None: it escalates every pair), and each metric of the selective
-    evaluation with its CI and n."""
+    """Per judge: its threshold (None: it escalates every pair), each metric of the selective evaluation
+    over all its pairs with its CI and n, and ``by_subset``: its confidence's figures per subset."""
+    def metrics(rows: pd.DataFrame) -> dict:
+        return {r.metric: {"estimate": None if pd.isna(r.estimate) else float(r.estimate),
+                           "ci_low": None if pd.isna(r.ci_low) else float(r.ci_low),
+                           "ci_high": None if pd.isna(r.ci_high) else float(r.ci_high), "n": int(r.n)}
+                for r in rows.itertuples()}
+
     out = []
     for (source, judge, strategy), grp in kept.groupby(["source", "judge", "strategy"], sort=True) if len(kept) else ():
         lam = float(grp.threshold.iloc[0])
+        parts = grp[grp.subset != ALL]
         out.append({"source": source, "judge": judge, "strategy": strategy, "confidence": grp.confidence.iloc[0],
                     "alpha": float(grp.alpha.iloc[0]), "threshold": lam if np.isfinite(lam) else None,
-                    **{r.metric: {"estimate": None if pd.isna(r.estimate) else float(r.estimate),
-                                  "ci_low": None if pd.isna(r.ci_low) else float(r.ci_low),
-                                  "ci_high": None if pd.isna(r.ci_high) else float(r.ci_high), "n": int(r.n)}
-                       for r in grp.itertuples()}})
+                    **metrics(grp[grp.subset == ALL]),
+                    "by_subset": {subset: metrics(rows) for subset, rows in parts.groupby("subset", sort=True)}})
     return out
 
 

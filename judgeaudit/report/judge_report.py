@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from judgeaudit.audits.judge_quality import pooled  # noqa: E402
+from judgeaudit.audits.judge_quality import ALL, pooled  # noqa: E402
 
 STYLE = ("body{font-family:sans-serif;max-width:1150px;margin:2em auto;color:#222} "
          "table.t{border-collapse:collapse;font-size:12px} table.t td,table.t th{padding:3px 7px;"
@@ -175,14 +175,14 @@ def _points(value: float) -> str:
 
 
 def _diff_grid(ax: plt.Axes, diff: np.ndarray, star: np.ndarray, rows: list[str], cols: list[str],
-               top: float, fmt: Callable[[float], str] = _points) -> matplotlib.image.AxesImage:
-    """Values (differences in points, by default) on a red-blue scale of +-``top``, each cell
+               top: float, fmt: Callable[[float], str] = _points, centre: float = 0.0) -> matplotlib.image.AxesImage:
+    """Values (differences in points, by default) on a red-blue scale of ``centre`` +-``top``, each cell
     written by ``fmt``, starred where ``star``; a nan cell stays blank."""
-    image = ax.imshow(diff, cmap="RdBu", vmin=-top, vmax=top)
+    image = ax.imshow(diff, cmap="RdBu", vmin=centre - top, vmax=centre + top)
     for (i, j), v in np.ndenumerate(diff):
         if not np.isnan(v):
             ax.text(j, i, fmt(v) + ("*" if star[i, j] else ""), ha="center",
-                    va="center", fontsize=7, color="white" if abs(v) > 0.6 * top else "black")
+                    va="center", fontsize=7, color="white" if abs(v - centre) > 0.6 * top else "black")
     ax.set_xticks(range(len(cols)), cols, rotation=40, ha="right", fontsize=7)
     ax.set_yticks(range(len(rows)), rows, fontsize=7)
     return image
@@ -400,6 +400,7 @@ def plot_selective(kept: pd.DataFrame, path: Path) -> Path:
     """Per source, each judge's agreement on every test pair (grey) and on the pairs it keeps (green),
     with CIs, the share it keeps beside them, and the target 1 - alpha; on the right, how well its
     confidence tells right verdicts from wrong (AUROC) and matches their share (ECE), with CIs."""
+    kept = kept[kept.subset == ALL]
     wide = kept.pivot(index=["source", "judge"], columns="metric", values=["estimate", "ci_low", "ci_high"])
     sources = sorted(kept.source.unique())
     sizes = [len(wide.loc[s]) for s in sources]
@@ -428,10 +429,32 @@ def plot_selective(kept: pd.DataFrame, path: Path) -> Path:
         right.set_yticks(y, [])
         right.set_xlim(0, 1)
         right.set_title("its confidence: AUROC (dotted: chance) and ECE", fontsize=8)
-    handles = [h for ax in axes[0] for h in ax.get_legend_handles_labels()[0]]
-    labels = [lab for ax in axes[0] for lab in ax.get_legend_handles_labels()[1]]
+    handles, labels = zip(*(entry for ax in axes[0] for entry in zip(*ax.get_legend_handles_labels())))
     fig.legend(handles, labels, loc="outside lower center", ncols=4, fontsize=8)
     return _saved(fig, path)
+
+
+def plot_confidence_by_subset(kept: pd.DataFrame, path: Path) -> Path | None:
+    """Per source, a judge x subset grid of the AUROC of each judge's confidence (blue: it ranks right
+    verdicts above wrong ones; red: it is surer when wrong), starred where the CI excludes 0.5; None
+    where no source has subset rows."""
+    auroc = kept[(kept.metric == "auroc") & (kept.subset != ALL)]
+    if auroc.empty:
+        return None
+    sources = sorted(auroc.source.unique())
+    shape = auroc.groupby("source").agg(judges=("judge", "nunique"), subsets=("subset", "nunique"))
+    fig, axes = plt.subplots(len(sources), 1, squeeze=False, layout="constrained",
+                             figsize=(1.1 * shape.subsets.max() + 5, sum(0.45 * k + 1.8 for k in shape.judges)),
+                             gridspec_kw={"height_ratios": list(shape.judges)})
+    for ax, source in zip(axes[:, 0], sources):
+        est, low, high = (auroc[auroc.source == source].pivot(index="judge", columns="subset", values=v)
+                          for v in ("estimate", "ci_low", "ci_high"))
+        star = ((low > 0.5) | (high < 0.5)).to_numpy()
+        image = _diff_grid(ax, est.to_numpy(float), star, list(est.index), list(est.columns), 0.5,
+                           fmt=lambda v: f"{v:.2f}", centre=0.5)
+        ax.set_title(source, fontsize=10)
+    return _save_grids(fig, image, path, "AUROC of each judge's confidence per subset (0.5: chance; *: its CI "
+                       "excludes 0.5)", shrink=0.6, label="AUROC")
 
 
 def selective_section(kept: pd.DataFrame | None, out_dir: Path) -> str:
@@ -439,6 +462,12 @@ def selective_section(kept: pd.DataFrame | None, out_dir: Path) -> str:
     if kept is None or kept.empty:
         return ""
     png = plot_selective(kept, out_dir / "judges_selective.png")
+    by_subset = plot_confidence_by_subset(kept, out_dir / "judges_confidence_by_subset.png")
+    parts = kept[(kept.metric == "auroc") & (kept.subset != ALL)]
+    parts = parts.assign(cell=_cells(parts, with_n=True)).pivot(index=["source", "judge"], columns="subset",
+                                                                values="cell").fillna("").reset_index()
+    parts.columns.name = None
+    kept = kept[kept.subset == ALL]
     cells = kept.assign(cell=_cells(kept, with_n=True))
     table = cells.pivot_table(index=["source", "judge", "strategy", "confidence", "threshold"], columns="metric",
                               values="cell", aggfunc="first").reset_index()
@@ -459,7 +488,12 @@ def selective_section(kept: pd.DataFrame | None, out_dir: Path) -> str:
             "more confidence than a wrong one (0.5: it says nothing; below: the judge is surer when wrong), and "
             "ece and overconfidence, its distance from the share right (10 equal bins; mean confidence minus "
             "the share right). Rows in selective.parquet.</p>"
-            f"<img src='{png.name}' alt='selective evaluation per judge'>" + _fmt(table))
+            f"<img src='{png.name}' alt='selective evaluation per judge'>" + _fmt(table)
+            + ("" if by_subset is None else
+               "<p>The same AUROC per subset of the benchmark (its rows of selective.parquet also hold ece and "
+               "overconfidence): a confidence that ranks on plain pairs can run backwards on adversarial ones, "
+               "where the wrong output is built to look better and a judge picks it again and again.</p>"
+               f"<img src='{by_subset.name}' alt='AUROC per judge and subset'>" + _fmt(parts)))
 
 
 def plot_strategies(strategies: pd.DataFrame, path: Path) -> Path:

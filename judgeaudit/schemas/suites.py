@@ -282,23 +282,28 @@ _ESTIMATES = ("estimate", "ci_low", "ci_high")
 
 
 def selective_suite() -> list:
-    """Selective evaluation, a row per (judge, metric): rates in [0, 1] inside their CIs (nan where a judge
-    keeps no pair), overconfidence (a difference of two rates) in [-1, 1], the seven metrics of each judge, a
-    threshold that is a confidence or inf (escalate all)."""
+    """Selective evaluation, a row per (judge, subset, metric): rates in [0, 1] inside their CIs (nan where a
+    judge keeps no pair), overconfidence (a difference of two rates) in [-1, 1], the seven metrics of each judge
+    over all its pairs, only the confidence's three per subset, a threshold that is a confidence or inf
+    (escalate all)."""
     return [
-        *_columns(["source", "judge", "strategy", "confidence", "alpha", "delta", "threshold", "metric", "n"]),
+        *_columns(["source", "judge", "strategy", "subset", "confidence", "alpha", "delta", "threshold", "metric",
+                   "n"]),
         gxe.ExpectTableRowCountToBeBetween(min_value=7),
         gxe.ExpectColumnValuesToBeInSet(column="metric", value_set=["coverage", "selective_accuracy", "accuracy",
                                                                     "auroc", "ece", "overconfidence",
                                                                     "target_reached"]),
+        gxe.ExpectColumnValuesToBeInSet(column="metric", value_set=["auroc", "ece", "overconfidence"],
+                                        condition_parser="pandas", row_condition='subset!="all"'),
         *[gxe.ExpectColumnValuesToBeBetween(column=c, min_value=0, max_value=1, condition_parser="pandas",
                                             row_condition='metric!="overconfidence"') for c in _ESTIMATES],
-        *[gxe.ExpectColumnValuesToBeBetween(column=c, min_value=-1, max_value=1) for c in _ESTIMATES],
+        *[gxe.ExpectColumnValuesToBeBetween(column=c, min_value=-1, max_value=1, condition_parser="pandas",
+                                            row_condition='metric=="overconfidence"') for c in _ESTIMATES],
         *[gxe.ExpectColumnValuesToBeBetween(column=c, min_value=0, max_value=1) for c in ("alpha", "delta")],
         gxe.ExpectColumnValuesToBeBetween(column="threshold", min_value=0),
         gxe.ExpectColumnValuesToBeBetween(column="n", min_value=0),
         *_inside_ci("estimate", skip_missing=True),
-        gxe.ExpectCompoundColumnsToBeUnique(column_list=["source", "judge", "strategy", "metric"]),
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["source", "judge", "strategy", "subset", "metric"]),
     ]
 
 
