@@ -14,7 +14,7 @@ import pytest
 from scipy import stats
 
 from judgeaudit.audits.calibration import auroc, ece, overconfidence
-from judgeaudit.audits.selective import COLUMNS, SelectiveSettings, selective, threshold, units
+from judgeaudit.audits.selective import COLUMNS, SelectiveSettings, selective, threshold, units, verdicts
 from judgeaudit.audits.stats import BootstrapSettings
 from judgeaudit.sources.judgment_table import COLUMNS as TABLE_COLUMNS
 
@@ -235,3 +235,28 @@ def test_a_confidence_that_ranks_on_plain_pairs_and_runs_backwards_on_adversaria
     assert set(record["by_subset"]) == {"adversarial", "plain"} and record["auroc"]["n"] == 620
     line = _selective_line(record)
     assert line.index("(adversarial, n=300)") < line.index("(plain, n=300)")
+
+
+def test_the_confidence_figures_take_both_orders_of_every_pair_and_no_draw():
+    """A judge whose two orders disagree on some pairs: the guarantee's units draw one order per pair (seeded),
+    but AUROC, ECE and overconfidence are over both verdicts of every pair, so the seed's draw does not move
+    them; their n counts pairs, and they equal audits/calibration.py on all the verdicts."""
+    rng = np.random.default_rng(11)
+    rows = []
+    for i in range(120):
+        label = "1" if i % 2 else "2"
+        votes = [label if rng.random() < p else {"1": "2", "2": "1"}[label] for p in (0.9, 0.6, 0.75, 0.7)]
+        for (strategy, order), verdict in zip([("A", "1"), ("A", "2"), ("B", "1"), ("B", "2")], votes):
+            rows.append(_row("j", strategy, i, order, verdict, label))
+    table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
+    chosen = pd.DataFrame({"source": ["synthetic"], "judge": ["j"], "strategy": ["A"]})
+    runs = [selective(table, chosen, SelectiveSettings(min_n=10, splits=5),
+                      BootstrapSettings(n_boot=300, confidence=0.95, seed=seed)).set_index("metric")
+            for seed in (0, 1)]
+    every, _ = verdicts(table, "synthetic", "j", "A")
+    assert len(every) == 240 and not units(table, "synthetic", "j", "A", 0)[0].equals(
+        units(table, "synthetic", "j", "A", 1)[0])  # the two seeds draw other orders
+    for metric, f in (("auroc", auroc), ("ece", ece), ("overconfidence", overconfidence)):
+        assert runs[0].loc[metric, "estimate"] == runs[1].loc[metric, "estimate"] == pytest.approx(
+            f(every.confidence.to_numpy()[None], every.correct.to_numpy(float)[None])[0])
+        assert runs[0].loc[metric, "n"] == 120

@@ -23,11 +23,12 @@ Per judge (in the stage: each judge in its first-screen strategy), on labelled p
   half of a few hundred pairs measures it with an error of a few points, so this share can fall
   below 1 - delta where the guarantee holds (it does on simulated judges whose true rates are known:
   tests/test_selective.py);
-- over every unit: how well the confidence tells right verdicts from wrong ones (``auroc``), and how far it
-  is from the share right (``ece``, ``overconfidence``): audits/calibration.py. What a threshold can keep
-  follows from them. The same three per subset of the source (at least ``min_n`` units each), where its
-  units span two or more: a confidence can rank on plain pairs and run backwards on adversarial ones.
-  Every other row is over all the judge's pairs (subset "all").
+- over every verdict, both orders of each pair (these figures need no independent units, so no order is
+  drawn: a pair's two verdicts are resampled together): how well the confidence tells right verdicts from
+  wrong ones (``auroc``), and how far it is from the share right (``ece``, ``overconfidence``):
+  audits/calibration.py. What a threshold can keep follows from them. The same three per subset of the
+  source (at least ``min_n`` pairs each), where its pairs span two or more: a confidence can rank on plain
+  pairs and run backwards on adversarial ones. Every other row is over all the judge's pairs (subset "all").
 """
 
 from __future__ import annotations
@@ -58,21 +59,34 @@ class SelectiveSettings:
     splits: int = 200
 
 
-def units(table: pd.DataFrame, source: str, judge: str, strategy: str, seed: int) -> tuple[pd.DataFrame, str]:
-    """(one labelled unit per pair: the verdict of ``strategy`` in one order drawn at random, whether it is
-    right, the judge's confidence in it; the kind of confidence)."""
+def verdicts(table: pd.DataFrame, source: str, judge: str, strategy: str) -> tuple[pd.DataFrame, str]:
+    """(every labelled verdict of ``strategy``, in each order recorded: whether it is right, the judge's
+    confidence in it; the kind of confidence), in the table's row order."""
     mine = with_conventions(table[(table["source"] == source) & (table["judge"] == judge)])
     chosen = mine[(mine["strategy"] == strategy) & mine["label"].notna()]
-    chosen = chosen.sample(frac=1.0, random_state=seed).drop_duplicates(PAIR).sort_values(PAIR)
     if chosen["p_1"].notna().all():
         confidence, kind = np.maximum(chosen["p_1"], 1 - chosen["p_1"]).to_numpy(), "p_1"
     else:
-        same = mine[PAIR + ["verdict"]].merge(chosen[PAIR + ["verdict"]], on=PAIR, suffixes=("", "_chosen"))
-        share = (same["verdict"] == same["verdict_chosen"]).groupby([same[c] for c in PAIR]).mean()
-        confidence = share.reindex(pd.MultiIndex.from_frame(chosen[PAIR])).to_numpy()
+        same = mine[PAIR + ["verdict"]].merge(chosen[PAIR + ["verdict"]].drop_duplicates(), on=PAIR,
+                                              suffixes=("", "_chosen"))
+        share = (same["verdict"] == same["verdict_chosen"]).groupby([same[c] for c in PAIR + ["verdict_chosen"]]).mean()
+        confidence = share.reindex(pd.MultiIndex.from_frame(chosen[PAIR + ["verdict"]])).to_numpy()
         kind = f"agreement of its {mine.groupby(PAIR).size().max()} verdicts per pair"
-    out = chosen[PAIR].assign(correct=(chosen["verdict"] == chosen["label"]).to_numpy(), confidence=confidence)
-    return out.reset_index(drop=True), kind
+    out = chosen[PAIR + ["order"]].assign(correct=(chosen["verdict"] == chosen["label"]).to_numpy(),
+                                         confidence=confidence)
+    return out, kind
+
+
+def units(table: pd.DataFrame, source: str, judge: str, strategy: str, seed: int) -> tuple[pd.DataFrame, str]:
+    """(one labelled unit per pair: the verdict of ``strategy`` in one order drawn at random, whether it is
+    right, the judge's confidence in it; the kind of confidence)."""
+    every, kind = verdicts(table, source, judge, strategy)
+    return _one_order(every, seed)[PAIR + ["correct", "confidence"]], kind
+
+
+def _one_order(every: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """One of each pair's verdicts, in an order drawn at random (seeded), sorted by pair."""
+    return every.sample(frac=1.0, random_state=seed).drop_duplicates(PAIR).sort_values(PAIR).reset_index(drop=True)
 
 
 def threshold(confidence: np.ndarray, correct: np.ndarray, settings: SelectiveSettings) -> float:
@@ -109,19 +123,28 @@ def _held(unit: pd.DataFrame, settings: SelectiveSettings, rng: np.random.Genera
     return np.array(held)
 
 
-def _knows(unit: pd.DataFrame, boot: BootstrapSettings) -> dict:
-    """The confidence figures (audits/calibration.py) of ``unit``'s verdicts, with CIs from one bootstrap."""
-    return joint_bootstrap({"confidence": unit["confidence"].to_numpy(), "correct": unit["correct"].to_numpy(float)},
-                           calibration.statistics(), boot)
+def _knows(every: pd.DataFrame, boot: BootstrapSettings) -> dict:
+    """The confidence figures (audits/calibration.py) of ``every`` verdict, both orders of a pair: a pair is
+    two slots (its first and last order; one recorded order fills both), resampled together, so that every
+    pair weighs the same and no draw of an order moves the figures. Their n is the number of pairs."""
+    ordered = every.sort_values(PAIR + ["order"], kind="stable")
+    slots = [ordered.drop_duplicates(PAIR, keep=keep) for keep in ("first", "last")]
+    columns = {c: np.stack([s[c].to_numpy(float) for s in slots], axis=-1) for c in ("confidence", "correct")}
+
+    def flat(c: dict) -> dict:  # (resamples, pairs, 2) -> (resamples, 2 x pairs)
+        return {k: v.reshape(*v.shape[:-2], -1) for k, v in c.items()}
+
+    return joint_bootstrap(columns, {name: (lambda c, f=f: f(flat(c))) for name, f in calibration.statistics().items()},
+                           boot)
 
 
-def _by_subset(unit: pd.DataFrame, settings: SelectiveSettings, boot: BootstrapSettings) -> list[tuple[str, dict]]:
-    """(subset, its confidence figures) for each subset with ``min_n`` units or more, where the units span
+def _by_subset(every: pd.DataFrame, settings: SelectiveSettings, boot: BootstrapSettings) -> list[tuple[str, dict]]:
+    """(subset, its confidence figures) for each subset with ``min_n`` pairs or more, where the pairs span
     two subsets or more."""
-    if unit["subset"].nunique() < 2:
+    if every["subset"].nunique() < 2:
         return []
-    return [(str(subset), _knows(part, boot)) for subset, part in unit.groupby("subset", sort=True)
-            if len(part) >= settings.min_n]
+    return [(str(subset), _knows(part, boot)) for subset, part in every.groupby("subset", sort=True)
+            if part["item_id"].nunique() >= settings.min_n]
 
 
 def selective(table: pd.DataFrame, chosen: pd.DataFrame, settings: SelectiveSettings,
@@ -132,7 +155,8 @@ def selective(table: pd.DataFrame, chosen: pd.DataFrame, settings: SelectiveSett
     overconfidence on every pair and per subset, target_reached over the halvings)."""
     rows = []
     for r in chosen[["source", "judge", "strategy"]].drop_duplicates().itertuples(index=False):
-        unit, kind = units(table, r.source, r.judge, r.strategy, boot.seed)
+        every, kind = verdicts(table, r.source, r.judge, r.strategy)
+        unit = _one_order(every, boot.seed)
         if len(unit) < 2 * settings.min_n or unit["confidence"].nunique() < 2:
             continue
         rng = np.random.default_rng(boot.seed)
@@ -144,7 +168,7 @@ def selective(table: pd.DataFrame, chosen: pd.DataFrame, settings: SelectiveSett
             "coverage": lambda c: c["kept"].mean(axis=-1),
             "selective_accuracy": lambda c: _mean_where(c["right"], c["kept"] > 0),
             "accuracy": lambda c: c["right"].mean(axis=-1)}, boot)
-        knows = _knows(unit, boot)  # over every unit, not a half
+        knows = _knows(every, boot)  # over every verdict, not a half
         held = _held(unit, settings, rng)
         ci = stats.binomtest(int(held.sum()), len(held)).proportion_ci(boot.confidence, method="exact")
         keys = {"source": r.source, "judge": r.judge, "strategy": r.strategy, "subset": ALL, "confidence": kind,
@@ -156,7 +180,7 @@ def selective(table: pd.DataFrame, chosen: pd.DataFrame, settings: SelectiveSett
         rows.append(keys | {"metric": "target_reached", "estimate": float(held.mean()), "ci_low": ci.low,
                             "ci_high": ci.high, "n": len(held)})
         rows += [keys | {"subset": subset, "metric": m, "estimate": e.estimate, "ci_low": e.ci_low,
-                         "ci_high": e.ci_high, "n": e.n} for subset, figures in _by_subset(unit, settings, boot)
+                         "ci_high": e.ci_high, "n": e.n} for subset, figures in _by_subset(every, settings, boot)
                  for m, e in figures.items()]
     return pd.DataFrame(rows, columns=COLUMNS)
 
