@@ -464,9 +464,9 @@ def selective_section(kept: pd.DataFrame | None, out_dir: Path) -> str:
     png = plot_selective(kept, out_dir / "judges_selective.png")
     by_subset = plot_confidence_by_subset(kept, out_dir / "judges_confidence_by_subset.png")
     parts = kept[(kept.metric == "auroc") & (kept.subset != ALL)]
-    parts = parts.assign(cell=_cells(parts, with_n=True)).pivot(index=["source", "judge"], columns="subset",
-                                                                values="cell").fillna("").reset_index()
-    parts.columns.name = None
+    parts = [g.assign(cell=_cells(g, with_n=True)).pivot(index=["source", "judge"], columns="subset",
+                                                         values="cell").reset_index().rename_axis(columns=None)
+             for _, g in parts.groupby("source", sort=True)]  # a table per source: its own subsets
     kept = kept[kept.subset == ALL]
     cells = kept.assign(cell=_cells(kept, with_n=True))
     table = cells.pivot_table(index=["source", "judge", "strategy", "confidence", "threshold"], columns="metric",
@@ -493,7 +493,7 @@ def selective_section(kept: pd.DataFrame | None, out_dir: Path) -> str:
                "<p>The same AUROC per subset of the benchmark (its rows of selective.parquet also hold ece and "
                "overconfidence): a confidence that ranks on plain pairs can run backwards on adversarial ones, "
                "where the wrong output is built to look better and a judge picks it again and again.</p>"
-               f"<img src='{by_subset.name}' alt='AUROC per judge and subset'>" + _fmt(parts)))
+               f"<img src='{by_subset.name}' alt='AUROC per judge and subset'>" + "".join(map(_fmt, parts))))
 
 
 def plot_strategies(strategies: pd.DataFrame, path: Path) -> Path:
