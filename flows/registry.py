@@ -47,7 +47,7 @@ STAGES: tuple[Stage, ...] = (
     Stage("prefix", pool=True),
     Stage("score_range", writes=("score_correlations",), gpu=True, pool=True),
     Stage("real_judges", writes=("judge_quality", "judge_comparison", "strategy_comparison", "error_correlation",
-                                 "alt_test", "selective")),
+                                 "alt_test", "selective", "reliability")),
     Stage("leaderboard"),
     Stage("report", reads=("win_rates", "pls", "responses")),
 )

@@ -146,7 +146,7 @@ TINY_TABLES = ["prompts/prompts.parquet", "synthetic/answers.parquet", "response
                "score_range/correlations.parquet", "real_judges/judgments.parquet",
                "real_judges/judge_quality.parquet", "real_judges/judge_comparison.parquet",
                "real_judges/strategy_comparison.parquet", "real_judges/error_correlation.parquet",
-               "real_judges/alt_test.parquet", "real_judges/selective.parquet",
+               "real_judges/alt_test.parquet", "real_judges/selective.parquet", "real_judges/reliability.parquet",
                "leaderboard/win_rates.parquet",
                "leakage_studies/mixing.parquet", "leakage_studies/scale.parquet", "students/index.parquet"]
 

@@ -270,4 +270,14 @@ def test_real_judges_stage_on_every_source(tmp_path):
     assert internlm["overconfidence"]["ci_low"] < 0 < internlm["overconfidence"]["ci_high"]
     assert "Trust or escalate" in report and (tmp_path / "judges_selective.png").stat().st_size > 1000
     assert "The same AUROC per subset" in report
+    # the reliability diagrams behind ECE: the Skywork 27B reward model's surest verdicts (p_1 at 0.9 or more,
+    # most of them) are right about two times in three; ChatGPT's surest are right less often than those it
+    # is least sure of (backwards); GPT-4's surest are right 19 times in 20
+    bins = pd.read_parquet(tmp_path / "reliability.parquet").set_index(["source", "judge", "bin"])
+    sky = bins.loc[("judgebench", skywork[0], 9)]
+    assert sky.mean_confidence > 0.95 and sky.ci_high < 0.8 and sky.n > 400
+    chatgpt = bins.loc[("llmbar", "ChatGPT")]
+    assert chatgpt.loc[9].ci_high < chatgpt.loc[2].ci_low and chatgpt.n.sum() == 2 * 419
+    assert bins.loc[("llmbar", "GPT-4", 9)].ci_low > 0.9
+    assert (tmp_path / "judges_reliability.png").stat().st_size > 1000 and "Where ECE comes from" in report
     assert (tmp_path / "judges_confidence_by_subset.png").stat().st_size > 1000

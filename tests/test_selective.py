@@ -13,9 +13,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from judgeaudit.audits.calibration import auroc, ece, overconfidence
-from judgeaudit.audits.selective import COLUMNS, SelectiveSettings, selective, threshold, units, verdicts
-from judgeaudit.audits.stats import BootstrapSettings
+from judgeaudit.audits.calibration import auroc, ece, overconfidence, reliability_statistics
+from judgeaudit.audits.selective import (COLUMNS, RELIABILITY_COLUMNS, SelectiveSettings, reliability, selective,
+                                         threshold, units, verdicts)
+from judgeaudit.audits.stats import BootstrapSettings, joint_bootstrap
 from judgeaudit.sources.judgment_table import COLUMNS as TABLE_COLUMNS
 
 FAST = BootstrapSettings(n_boot=300, confidence=0.95, seed=0)
@@ -260,3 +261,39 @@ def test_the_confidence_figures_take_both_orders_of_every_pair_and_no_draw():
         assert runs[0].loc[metric, "estimate"] == runs[1].loc[metric, "estimate"] == pytest.approx(
             f(every.confidence.to_numpy()[None], every.correct.to_numpy(float)[None])[0])
         assert runs[0].loc[metric, "n"] == 120
+
+
+def test_the_reliability_diagram_is_the_share_right_per_bin_of_confidence(tmp_path):
+    """Per bin of confidence: the verdicts in it (both orders), their mean confidence and share right, worked
+    out directly; an overconfident judge's points lie below the diagonal, a calibrated one's on it; the table
+    passes its suite; the shares' CIs are those of a bootstrap that bins each resample afresh."""
+    from judgeaudit.schemas.validate import validate_table
+
+    judges = {"calibrated": lambda c: c, "overconfident": lambda c: c - 0.25}
+    rows = [r for k, (name, f) in enumerate(judges.items()) for r in _judge_by_confidence(name, 600, f, k)]
+    table = pd.DataFrame(rows, columns=TABLE_COLUMNS)
+    chosen = pd.DataFrame({"source": "synthetic", "judge": list(judges), "strategy": "reward_model"})
+    bins = reliability(table, chosen, SelectiveSettings(), FAST)
+    assert list(bins.columns) == RELIABILITY_COLUMNS and set(bins.judge) == set(judges)
+    assert set(bins.bin) == {5, 6, 7, 8, 9}  # confidence ~ U(0.5, 1)
+    every, _ = verdicts(table, "synthetic", "overconfident", "reward_model")
+    top = every[every.confidence >= 0.9]
+    row = bins[(bins.judge == "overconfident") & (bins.bin == 9)].iloc[0]
+    assert row.n == len(top) and row.share_right == pytest.approx(top.correct.mean())
+    assert row.mean_confidence == pytest.approx(top.confidence.mean())
+    assert bins.groupby("judge").n.sum().eq(1200).all()  # every verdict, both orders, in one bin
+    wide = bins.set_index(["judge", "bin"])
+    gap = wide.mean_confidence - wide.share_right
+    assert (gap["overconfident"] > 0.1).all() and gap["calibrated"].abs().max() < 0.1
+    assert (wide.ci_high.loc["overconfident"] < wide.mean_confidence.loc["overconfident"]).sum() >= 4
+    validate_table(bins, "reliability", str(tmp_path / "reliability.parquet"), quarantine_dir=tmp_path / "q")
+    # the statistics share one binning per input; each equals a statistic that bins on its own
+    conf, right = every.confidence.to_numpy(), every.correct.to_numpy(float)
+    shared = joint_bootstrap({"confidence": conf, "correct": right}, reliability_statistics(), FAST)
+    for b in (5, 9):
+        alone = joint_bootstrap({"confidence": conf, "correct": right},
+                                {"x": lambda c, b=b: np.array([np.mean(r[(cf >= b / 10) & (cf < (b + 1) / 10)])
+                                                               for cf, r in zip(np.atleast_2d(c["confidence"]),
+                                                                                np.atleast_2d(c["correct"]))])},
+                                FAST)["x"]
+        assert (shared[f"bin_{b}"].ci_low, shared[f"bin_{b}"].ci_high) == pytest.approx((alone.ci_low, alone.ci_high))

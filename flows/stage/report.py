@@ -59,6 +59,8 @@ def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
                   if info.get("replaces_annotators") else pd.DataFrame(),
                   "selective": read(judges_dir / "selective.parquet", "selective", layout)
                   if info.get("trust_or_escalate") else pd.DataFrame(),
+                  "reliability": read(judges_dir / "reliability.parquet", "reliability", layout)
+                  if info.get("trust_or_escalate") else pd.DataFrame(),
                   "headline": pd.DataFrame(info["headline"]), "notes": info["notes"]}
     lb_dir = layout.root / "leaderboard"
     lb_info = json.loads((lb_dir / "summary.json").read_text()) if (lb_dir / "summary.json").exists() else {}

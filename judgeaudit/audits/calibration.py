@@ -9,9 +9,12 @@ verdict's correctness, computed row-wise so that one call covers every bootstrap
 - ECE (expected calibration error): over ``ECE_BINS`` equal-width bins of confidence, the gap between
   the share of verdicts right and their mean confidence, weighted by the bin's share of verdicts.
 - Overconfidence: mean confidence minus the share right (signed; ECE has no sign).
+- The reliability diagram behind ECE: per bin, the share right of the verdicts in it (``reliability``).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 from scipy import stats
@@ -29,11 +32,16 @@ def auroc(confidence: np.ndarray, correct: np.ndarray) -> np.ndarray:
     return np.where((n_right > 0) & (n_wrong > 0), u / np.maximum(n_right * n_wrong, 1), np.nan)
 
 
+def bin_of(confidence: np.ndarray, bins: int = ECE_BINS) -> np.ndarray:
+    """The equal-width bin of [0, 1] each confidence falls in (1 in the last)."""
+    # the small margin keeps a confidence such as 27/30 in the bin its exact value belongs to
+    return np.clip(np.floor(np.asarray(confidence, dtype=float) * bins + 1e-9).astype(int), 0, bins - 1)
+
+
 def ece(confidence: np.ndarray, correct: np.ndarray, bins: int = ECE_BINS) -> np.ndarray:
     """Row-wise expected calibration error over ``bins`` equal-width bins of [0, 1] (1 falls in the last)."""
     confidence = np.asarray(confidence, dtype=float)
-    # the small margin keeps a confidence such as 27/30 in the bin its exact value belongs to
-    which = np.clip(np.floor(confidence * bins + 1e-9).astype(int), 0, bins - 1)
+    which = bin_of(confidence, bins)
     gap = np.asarray(correct, dtype=float) - confidence
     total = sum(np.abs(np.where(which == b, gap, 0.0).sum(axis=-1)) for b in range(bins))
     return total / max(confidence.shape[-1], 1)
@@ -48,3 +56,29 @@ def statistics() -> dict:
     """``joint_bootstrap`` statistics of the columns ``confidence`` and ``correct``."""
     return {name: (lambda c, f=f: f(c["confidence"], c["correct"]))
             for name, f in (("auroc", auroc), ("ece", ece), ("overconfidence", overconfidence))}
+
+
+def reliability(confidence: np.ndarray, correct: np.ndarray, bins: int = ECE_BINS) -> np.ndarray:
+    """Row-wise share right of the verdicts in each bin (last axis: the bins; nan where a bin is empty)."""
+    which = bin_of(confidence, bins)
+    right = np.asarray(correct, dtype=float)
+    inside = which[..., None] == np.arange(bins)
+    count = inside.sum(axis=-2)
+    return np.where(count > 0, (inside * right[..., None]).sum(axis=-2) / np.maximum(count, 1), np.nan)
+
+
+def reliability_statistics(bins: int = ECE_BINS, prepare: Callable[[dict], dict] = lambda c: c) -> dict:
+    """``joint_bootstrap`` statistics ``bin_<b>``: the share right of the verdicts in bin b, of the columns
+    ``confidence`` and ``correct`` (after ``prepare``). The bins of one input are computed once for all of them
+    (joint_bootstrap asks each statistic of the point input, then of the resamples: the last two are kept)."""
+    seen: list[tuple[np.ndarray, np.ndarray]] = []  # (an input's confidence array, held so its id stays its own; shares)
+
+    def shares(c: dict) -> np.ndarray:
+        for array, value in seen:
+            if array is c["confidence"]:
+                return value
+        flat = prepare(c)
+        seen[:] = [*seen[-1:], (c["confidence"], reliability(flat["confidence"], flat["correct"], bins))]
+        return seen[-1][1]
+
+    return {f"bin_{b}": (lambda c, b=b: shares(c)[..., b]) for b in range(bins)}

@@ -33,6 +33,7 @@ Per judge (in the stage: each judge in its first-screen strategy), on labelled p
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,6 +46,8 @@ from judgeaudit.audits.stats import BootstrapSettings, joint_bootstrap
 
 COLUMNS = ["source", "judge", "strategy", "subset", "confidence", "alpha", "delta", "threshold", "metric", "estimate",
            "ci_low", "ci_high", "n"]
+RELIABILITY_COLUMNS = ["source", "judge", "strategy", "confidence", "bin", "bin_low", "bin_high", "n",
+                       "mean_confidence", "share_right", "ci_low", "ci_high"]
 PAIR = ["subset", "item_id"]
 
 
@@ -123,19 +126,25 @@ def _held(unit: pd.DataFrame, settings: SelectiveSettings, rng: np.random.Genera
     return np.array(held)
 
 
-def _knows(every: pd.DataFrame, boot: BootstrapSettings) -> dict:
-    """The confidence figures (audits/calibration.py) of ``every`` verdict, both orders of a pair: a pair is
-    two slots (its first and last order; one recorded order fills both), resampled together, so that every
-    pair weighs the same and no draw of an order moves the figures. Their n is the number of pairs."""
+def _slots(every: pd.DataFrame) -> dict[str, np.ndarray]:
+    """``every`` verdict's confidence and correctness as (pairs, 2) arrays: a pair is two slots, its first and
+    last order (one recorded order fills both), so that a resample of pairs takes both, every pair weighs the
+    same and no draw of an order moves a figure."""
     ordered = every.sort_values(PAIR + ["order"], kind="stable")
     slots = [ordered.drop_duplicates(PAIR, keep=keep) for keep in ("first", "last")]
-    columns = {c: np.stack([s[c].to_numpy(float) for s in slots], axis=-1) for c in ("confidence", "correct")}
+    return {c: np.stack([s[c].to_numpy(float) for s in slots], axis=-1) for c in ("confidence", "correct")}
 
-    def flat(c: dict) -> dict:  # (resamples, pairs, 2) -> (resamples, 2 x pairs)
-        return {k: v.reshape(*v.shape[:-2], -1) for k, v in c.items()}
 
-    return joint_bootstrap(columns, {name: (lambda c, f=f: f(flat(c))) for name, f in calibration.statistics().items()},
-                           boot)
+def _flat(c: dict) -> dict:
+    """(resamples, pairs, 2) slot columns -> (resamples, 2 x pairs) verdict columns."""
+    return {k: v.reshape(*v.shape[:-2], -1) for k, v in c.items()}
+
+
+def _knows(every: pd.DataFrame, boot: BootstrapSettings) -> dict:
+    """The confidence figures (audits/calibration.py) of ``every`` verdict, both orders of each pair
+    (``_slots``); their n is the number of pairs."""
+    return joint_bootstrap(_slots(every), {name: (lambda c, f=f: f(_flat(c)))
+                                           for name, f in calibration.statistics().items()}, boot)
 
 
 def _by_subset(every: pd.DataFrame, settings: SelectiveSettings, boot: BootstrapSettings) -> list[tuple[str, dict]]:
@@ -147,6 +156,17 @@ def _by_subset(every: pd.DataFrame, settings: SelectiveSettings, boot: Bootstrap
             if part["item_id"].nunique() >= settings.min_n]
 
 
+def _audited(table: pd.DataFrame, chosen: pd.DataFrame, settings: SelectiveSettings,
+             seed: int) -> Iterator[tuple[tuple, pd.DataFrame, str, pd.DataFrame]]:
+    """(source, judge, strategy), every verdict, the kind of confidence and one unit per pair, for each row of
+    ``chosen`` with at least 2 x ``min_n`` labelled pairs on which its confidence takes two values or more."""
+    for r in chosen[["source", "judge", "strategy"]].drop_duplicates().itertuples(index=False):
+        every, kind = verdicts(table, r.source, r.judge, r.strategy)
+        unit = _one_order(every, seed)
+        if len(unit) >= 2 * settings.min_n and unit["confidence"].nunique() >= 2:
+            yield r, every, kind, unit
+
+
 def selective(table: pd.DataFrame, chosen: pd.DataFrame, settings: SelectiveSettings,
               boot: BootstrapSettings) -> pd.DataFrame:
     """Selective evaluation of each (source, judge, strategy) row of ``chosen`` with at least
@@ -154,11 +174,7 @@ def selective(table: pd.DataFrame, chosen: pd.DataFrame, settings: SelectiveSett
     a row per metric; coverage, selective_accuracy and accuracy on the test half, auroc, ece and
     overconfidence on every pair and per subset, target_reached over the halvings)."""
     rows = []
-    for r in chosen[["source", "judge", "strategy"]].drop_duplicates().itertuples(index=False):
-        every, kind = verdicts(table, r.source, r.judge, r.strategy)
-        unit = _one_order(every, boot.seed)
-        if len(unit) < 2 * settings.min_n or unit["confidence"].nunique() < 2:
-            continue
+    for r, every, kind, unit in _audited(table, chosen, settings, boot.seed):
         rng = np.random.default_rng(boot.seed)
         cal = _halves(len(unit), rng)
         conf, right = unit["confidence"].to_numpy(), unit["correct"].to_numpy()
@@ -184,3 +200,25 @@ def selective(table: pd.DataFrame, chosen: pd.DataFrame, settings: SelectiveSett
                  for m, e in figures.items()]
     return pd.DataFrame(rows, columns=COLUMNS)
 
+
+
+def reliability(table: pd.DataFrame, chosen: pd.DataFrame, settings: SelectiveSettings,
+                boot: BootstrapSettings) -> pd.DataFrame:
+    """The reliability diagram behind each ECE of ``selective`` (the same judges): per bin of confidence with
+    verdicts in it, both orders of every pair, their number (a pair with one recorded order counts it twice),
+    mean confidence and share right, with its CI (pairs resampled; ``RELIABILITY_COLUMNS``)."""
+    rows = []
+    bins = calibration.ECE_BINS
+    for r, every, kind, _ in _audited(table, chosen, settings, boot.seed):
+        slots = _slots(every)
+        conf, right = (slots[c].ravel() for c in ("confidence", "correct"))
+        which = calibration.bin_of(conf, bins)
+        shares = joint_bootstrap(slots, calibration.reliability_statistics(bins, prepare=_flat), boot)
+        for b in np.unique(which):
+            inside = which == b
+            e = shares[f"bin_{b}"]
+            rows.append({"source": r.source, "judge": r.judge, "strategy": r.strategy, "confidence": kind,
+                         "bin": int(b), "bin_low": b / bins, "bin_high": (b + 1) / bins, "n": int(inside.sum()),
+                         "mean_confidence": float(conf[inside].mean()), "share_right": float(right[inside].mean()),
+                         "ci_low": e.ci_low, "ci_high": e.ci_high})
+    return pd.DataFrame(rows, columns=RELIABILITY_COLUMNS)

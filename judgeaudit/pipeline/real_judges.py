@@ -23,7 +23,7 @@ from judgeaudit.audits.juries import compare_juries, juries, jury_card
 from judgeaudit.audits.pu_audit import PUConfig
 from judgeaudit.audits.pu_verdicts import pu_audit_verdicts
 from judgeaudit.audits.reproduction import reproduce_published
-from judgeaudit.audits.selective import SelectiveSettings, selective
+from judgeaudit.audits.selective import SelectiveSettings, reliability, selective
 from judgeaudit.audits.stats import BootstrapSettings
 from judgeaudit.models.encoder import DEFAULT_ENCODER
 from judgeaudit.progress import Steps, done, each, plan
@@ -66,6 +66,7 @@ class VerdictAudit:
     error_correlation: pd.DataFrame = field(default_factory=pd.DataFrame)  # which judges err on the same pairs
     alt_test: pd.DataFrame = field(default_factory=pd.DataFrame)  # can a judge replace a human annotator
     selective: pd.DataFrame = field(default_factory=pd.DataFrame)  # trust or escalate: the pairs a judge keeps
+    reliability: pd.DataFrame = field(default_factory=pd.DataFrame)  # its confidence's reliability diagram
     attack_pairs: pd.DataFrame = field(default_factory=pd.DataFrame)  # a live judge's attacked pairs
     attacks: pd.DataFrame = field(default_factory=pd.DataFrame)  # their flip and fooled rates
 
@@ -128,6 +129,7 @@ def audit_verdicts(table: pd.DataFrame, settings: VerdictAuditSettings, *,
     errors = error_correlation(table, settings.bootstrap, chosen) if len(chosen) else pd.DataFrame()
     alt = alt_test(table, settings.alt_test, settings.bootstrap) if len(table) else pd.DataFrame()
     kept = selective(table, chosen, settings.selective, settings.bootstrap) if len(chosen) else pd.DataFrame()
+    bins = reliability(table, chosen, settings.selective, settings.bootstrap) if len(chosen) else pd.DataFrame()
     done(steps)
     pu = pd.DataFrame()
     labelled = table[table["label"].isin(["1", "2"])] if len(table) else table
@@ -137,7 +139,7 @@ def audit_verdicts(table: pd.DataFrame, settings: VerdictAuditSettings, *,
                                   folds=settings.pu_folds, steps=steps)
     return VerdictAudit(table, card, reproduction, pu, files if files is not None else pd.DataFrame(), notes,
                         comparison, strategies=strategies, error_correlation=errors, alt_test=alt,
-                        selective=kept, **jury)
+                        selective=kept, reliability=bins, **jury)
 
 
 def _juries(table: pd.DataFrame, chosen: pd.DataFrame, settings: BootstrapSettings) -> dict:
@@ -343,7 +345,8 @@ def write_audit(result: VerdictAudit, out: Path, quarantine: Path) -> dict[str, 
                ("juries", result.juries, "judge_quality"), ("jury_verdicts", result.jury_verdicts, "judgment_table"),
                ("jury_comparison", result.jury_comparison, "judge_comparison"),
                ("error_correlation", result.error_correlation, "error_correlation"),
-               ("alt_test", result.alt_test, "alt_test"), ("selective", result.selective, "selective"))
+               ("alt_test", result.alt_test, "alt_test"), ("selective", result.selective, "selective"),
+               ("reliability", result.reliability, "reliability"))
     for name, frame, suite in checked:
         if len(frame):
             validate_table(frame, suite, str(out / f"{name}.parquet"), quarantine_dir=quarantine)
@@ -366,7 +369,7 @@ def report_tables(result: VerdictAudit, info: dict) -> dict:
     return {"card": result.card, "reproduction": result.reproduction, "pu": result.pu,
             "headline": pd.DataFrame(info["headline"]), "notes": result.notes, "comparison": result.comparison,
             "strategies": result.strategies, "errors": result.error_correlation, "alt_test": result.alt_test,
-            "selective": result.selective,
+            "selective": result.selective, "reliability": result.reliability,
             "juries": {"card": result.juries, "comparison": result.jury_comparison, "summary": info["juries"]}}
 
 

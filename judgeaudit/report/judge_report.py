@@ -457,11 +457,36 @@ def plot_confidence_by_subset(kept: pd.DataFrame, path: Path) -> Path | None:
                        "excludes 0.5)", shrink=0.6, label="AUROC")
 
 
-def selective_section(kept: pd.DataFrame | None, out_dir: Path) -> str:
-    """Trust or escalate: the plot and a row per judge."""
+def plot_reliability(bins: pd.DataFrame, path: Path) -> Path:
+    """Per source, each judge's reliability diagram: the share of its verdicts right against their mean
+    confidence, per bin of confidence (a point's area: its verdicts), with CIs; the diagonal is a calibrated
+    judge, below it an overconfident one."""
+    sources = sorted(bins.source.unique())
+    fig, axes = plt.subplots(1, len(sources), figsize=(5.2 * len(sources), 5.4), squeeze=False, layout="constrained")
+    for ax, source in zip(axes[0], sources):
+        mine = bins[bins.source == source]
+        for judge, g in mine.groupby("judge", sort=True):
+            err = np.vstack([g.share_right - g.ci_low, g.ci_high - g.share_right])
+            line = ax.errorbar(g.mean_confidence, g.share_right, yerr=err, lw=1, capsize=2, alpha=0.8, label=judge)
+            ax.scatter(g.mean_confidence, g.share_right, s=8 + 120 * g.n / mine.n.max(),
+                       color=line[0].get_color(), alpha=0.8)
+        ax.plot([0, 1], [0, 1], color="black", lw=0.8, ls="--")
+        ax.set_xlim(0, 1.02)
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xlabel("mean confidence in the bin")
+        ax.set_ylabel("share of its verdicts right")
+        ax.set_title(f"{source}: reliability (dashed: calibrated)", fontsize=9)
+        ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncols=2, frameon=False)
+    return _saved(fig, path)
+
+
+def selective_section(kept: pd.DataFrame | None, out_dir: Path, bins: pd.DataFrame | None = None) -> str:
+    """Trust or escalate: the plot and a row per judge; the confidence per subset and its reliability
+    diagrams, where there are rows for them."""
     if kept is None or kept.empty:
         return ""
     png = plot_selective(kept, out_dir / "judges_selective.png")
+    diagram = None if bins is None or bins.empty else plot_reliability(bins, out_dir / "judges_reliability.png")
     by_subset = plot_confidence_by_subset(kept, out_dir / "judges_confidence_by_subset.png")
     parts = kept[(kept.metric == "auroc") & (kept.subset != ALL)]
     parts = [g.assign(cell=_cells(g, with_n=True)).pivot(index=["source", "judge"], columns="subset",
@@ -493,7 +518,13 @@ def selective_section(kept: pd.DataFrame | None, out_dir: Path) -> str:
                "<p>The same AUROC per subset of the benchmark (its rows of selective.parquet also hold ece and "
                "overconfidence): a confidence that ranks on plain pairs can run backwards on adversarial ones, "
                "where the wrong output is built to look better and a judge picks it again and again.</p>"
-               f"<img src='{by_subset.name}' alt='AUROC per judge and subset'>" + "".join(map(_fmt, parts))))
+               f"<img src='{by_subset.name}' alt='AUROC per judge and subset'>" + "".join(map(_fmt, parts)))
+            + ("" if diagram is None else
+               "<p>Where ECE comes from: per bin of confidence (ten equal bins, both orders of every pair), the "
+               "share of the judge's verdicts right against their mean confidence, with CIs that resample "
+               "pairs; a judge on the diagonal is calibrated, one below it overconfident, and a line that falls "
+               "as confidence rises is surer when wrong. Rows in reliability.parquet.</p>"
+               f"<img src='{diagram.name}' alt='reliability diagram per judge'>"))
 
 
 def plot_strategies(strategies: pd.DataFrame, path: Path) -> Path:
@@ -590,7 +621,7 @@ def leaderboard_section(judges: dict, out_dir: Path) -> str:
     parts += [comparison_section(judges.get("comparison"), out_dir),
               strategies_section(judges.get("strategies"), out_dir), errors_section(judges.get("errors"), out_dir),
               juries_section(judges.get("juries"), card, headline, out_dir),
-              alt_test_section(judges.get("alt_test"), out_dir), selective_section(judges.get("selective"), out_dir)]
+              alt_test_section(judges.get("alt_test"), out_dir), selective_section(judges.get("selective"), out_dir, judges.get("reliability"))]
     if not reproduction.empty:
         parts += ["<h2>The benchmarks' own published figures, recomputed</h2>", _fmt(reproduction_table(reproduction))]
     if not pu.empty:

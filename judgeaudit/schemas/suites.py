@@ -307,6 +307,24 @@ def selective_suite() -> list:
     ]
 
 
+def reliability_suite() -> list:
+    """The reliability diagram behind each ECE: a row per (judge, bin) with verdicts in it, the bin one of
+    ten equal-width bins of [0, 1], its mean confidence inside it, the share right in [0, 1] inside its CI."""
+    return [
+        *_columns(["source", "judge", "strategy", "confidence", "bin", "bin_low", "bin_high", "n",
+                   "mean_confidence", "share_right", "ci_low", "ci_high"]),
+        gxe.ExpectTableRowCountToBeBetween(min_value=1),
+        gxe.ExpectColumnValuesToBeBetween(column="bin", min_value=0, max_value=9),
+        gxe.ExpectColumnValuesToBeBetween(column="n", min_value=1),
+        *[gxe.ExpectColumnValuesToBeBetween(column=c, min_value=0, max_value=1)
+          for c in ("bin_low", "bin_high", "mean_confidence", "share_right", "ci_low", "ci_high")],
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="mean_confidence", column_B="bin_low", or_equal=True),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="bin_high", column_B="mean_confidence", or_equal=True),
+        *_inside_ci("share_right"),
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["source", "judge", "strategy", "bin"]),
+    ]
+
+
 def leaderboard_win_rates_suite() -> list:
     """One row per leaderboard model: rates in percent, Bradley-Terry score inside its CI."""
     return [
@@ -348,7 +366,7 @@ SUITES = {"prompts": prompts_suite, "synthetic": synthetic_suite, "responses": r
           "judgment_table": judgment_table_suite, "judge_quality": judge_quality_suite,
           "judge_comparison": judge_comparison_suite, "strategy_comparison": strategy_comparison_suite,
           "error_correlation": error_correlation_suite, "alt_test": alt_test_suite,
-          "selective": selective_suite,
+          "selective": selective_suite, "reliability": reliability_suite,
           "leaderboard_win_rates": leaderboard_win_rates_suite, "leaderboard_position": leaderboard_position_suite}
 
 
