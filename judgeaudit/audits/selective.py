@@ -201,7 +201,6 @@ def selective(table: pd.DataFrame, chosen: pd.DataFrame, settings: SelectiveSett
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-
 def reliability(table: pd.DataFrame, chosen: pd.DataFrame, settings: SelectiveSettings,
                 boot: BootstrapSettings) -> pd.DataFrame:
     """The reliability diagram behind each ECE of ``selective`` (the same judges): per bin of confidence with
@@ -211,14 +210,14 @@ def reliability(table: pd.DataFrame, chosen: pd.DataFrame, settings: SelectiveSe
     bins = calibration.ECE_BINS
     for r, every, kind, _ in _audited(table, chosen, settings, boot.seed):
         slots = _slots(every)
-        conf, right = (slots[c].ravel() for c in ("confidence", "correct"))
+        conf = slots["confidence"].ravel()
         which = calibration.bin_of(conf, bins)
         shares = joint_bootstrap(slots, calibration.reliability_statistics(bins, prepare=_flat), boot)
         for b in np.unique(which):
             inside = which == b
-            e = shares[f"bin_{b}"]
+            e = shares[f"bin_{b}"]  # its estimate is the bootstrap's own point, so it lies inside the CI
             rows.append({"source": r.source, "judge": r.judge, "strategy": r.strategy, "confidence": kind,
                          "bin": int(b), "bin_low": b / bins, "bin_high": (b + 1) / bins, "n": int(inside.sum()),
-                         "mean_confidence": float(conf[inside].mean()), "share_right": float(right[inside].mean()),
+                         "mean_confidence": float(conf[inside].mean()), "share_right": e.estimate,
                          "ci_low": e.ci_low, "ci_high": e.ci_high})
     return pd.DataFrame(rows, columns=RELIABILITY_COLUMNS)
