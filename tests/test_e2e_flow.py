@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from judgeaudit.attacks.presentation import ATTACKS
-from tests.conftest import TINY_TABLES
+from tests.conftest import TINY_TABLES, recorded_task_states
 
 pytestmark = pytest.mark.slow
 
@@ -194,18 +194,8 @@ def test_rerun_is_served_from_task_cache(tiny_audit):
     state2 = generate_flow(params_path=str(params), root=str(root), return_state=True)
     assert state2.is_completed()
 
-    async def generate_task_states():
-        from prefect.client.orchestration import get_client
-        from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
-
-        async with get_client() as client:
-            runs = await client.read_task_runs(flow_run_filter=FlowRunFilter(
-                id=FlowRunFilterId(any_=[state2.state_details.flow_run_id])))
-            return {r.name: r.state.name for r in runs}
-
-    import asyncio
-
-    states = asyncio.run(generate_task_states())
+    # validate-prompts, one generate- task per generator, validate-synthetic, write-answers.parquet
+    states = recorded_task_states(state2.state_details.flow_run_id, expected=5)
     generate_states = {k: v for k, v in states.items() if k.startswith("generate-")}
     assert generate_states and set(generate_states.values()) == {"Cached"}
 

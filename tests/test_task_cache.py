@@ -4,17 +4,15 @@ empty (or half-written) folder in a new data root must not look done."""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from types import SimpleNamespace
 
 from prefect import flow, task
-from prefect.client.orchestration import get_client
-from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
 from flows.runners import parallel
 from judgeaudit.config import Params, Scale, load_params
 from tasks.cache import artifact_cache
+from tests.conftest import recorded_task_states
 
 
 def _task() -> None:
@@ -57,11 +55,8 @@ def test_tasks_in_worker_processes_are_cached(prefect_server, tiny_params_file):
     first, second = (_doubling(params, return_state=True) for _ in range(2))
     assert first.result() == second.result() == [2, 4]
 
-    async def task_states(state) -> list[str]:
-        async with get_client() as client:
-            runs = await client.read_task_runs(flow_run_filter=FlowRunFilter(
-                id=FlowRunFilterId(any_=[state.state_details.flow_run_id])))
-            return sorted(r.state.name for r in runs)
+    def task_states(state) -> list[str]:
+        return sorted(recorded_task_states(state.state_details.flow_run_id, expected=2).values())
 
-    assert asyncio.run(task_states(first)) == ["Completed", "Completed"]
-    assert asyncio.run(task_states(second)) == ["Cached", "Cached"]
+    assert task_states(first) == ["Completed", "Completed"]
+    assert task_states(second) == ["Cached", "Cached"]
