@@ -297,3 +297,10 @@ def test_the_reliability_diagram_is_the_share_right_per_bin_of_confidence(tmp_pa
                                                                                 np.atleast_2d(c["correct"]))])},
                                 FAST)["x"]
         assert (shared[f"bin_{b}"].ci_low, shared[f"bin_{b}"].ci_high) == pytest.approx((alone.ci_low, alone.ci_high))
+    # the diagrams, a panel per judge: a source with fewer judges leaves its other panels blank
+    from judgeaudit.report.judge_report import plot_reliability
+
+    other = bins[bins.judge == "calibrated"].assign(source="other")
+    kept = selective(table, chosen, SelectiveSettings(splits=10), FAST)
+    png = plot_reliability(pd.concat([bins, other]), tmp_path / "reliability.png", kept)
+    assert png.stat().st_size > 1000

@@ -5,6 +5,7 @@ the same pairs, and the tables behind them."""
 from __future__ import annotations
 
 import html
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
@@ -457,26 +458,41 @@ def plot_confidence_by_subset(kept: pd.DataFrame, path: Path) -> Path | None:
                        "excludes 0.5)", shrink=0.6, label="AUROC")
 
 
-def plot_reliability(bins: pd.DataFrame, path: Path) -> Path:
-    """Per source, each judge's reliability diagram: the share of its verdicts right against their mean
-    confidence, per bin of confidence (a point's area: its verdicts), with CIs; the diagonal is a calibrated
-    judge, below it an overconfident one."""
+def plot_reliability(bins: pd.DataFrame, path: Path, kept: pd.DataFrame | None = None) -> Path:
+    """Each judge's reliability diagram in a panel of its own (a row of panels per source): the share of
+    its verdicts right against their mean confidence, per bin of confidence (a point's area: its verdicts),
+    with CIs, above a bar of how many of its verdicts fall in each bin; the diagonal is a calibrated judge,
+    below it an overconfident one. ``kept`` (selective.parquet) titles each panel with its ECE and CI."""
     sources = sorted(bins.source.unique())
-    fig, axes = plt.subplots(1, len(sources), figsize=(5.2 * len(sources), 5.4), squeeze=False, layout="constrained")
-    for ax, source in zip(axes[0], sources):
+    width = max(bins.groupby("source").judge.nunique())
+    ece = {} if kept is None else {
+        (r.source, r.judge): f"ECE {r.estimate:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]"
+        for r in kept[(kept.metric == "ece") & (kept.subset == ALL)].itertuples()}
+    fig, axes = plt.subplots(len(sources), width, figsize=(2.3 * width, 2.6 * len(sources)), squeeze=False,
+                             sharex=True, sharey=True, layout="constrained")
+    for row, source in zip(axes, sources):
         mine = bins[bins.source == source]
-        for judge, g in mine.groupby("judge", sort=True):
+        judges = sorted(mine.judge.unique())
+        for ax, judge in zip(row, judges):
+            g = mine[mine.judge == judge]
+            ax.bar(g.bin_low, 0.25 * g.n / g.n.max(), width=g.bin_high - g.bin_low, align="edge",
+                   color="0.85", zorder=0)  # where its verdicts lie (tallest bin: a quarter of the height)
+            ax.plot([0, 1], [0, 1], color="black", lw=0.7, ls="--")
             err = np.vstack([g.share_right - g.ci_low, g.ci_high - g.share_right])
-            line = ax.errorbar(g.mean_confidence, g.share_right, yerr=err, lw=1, capsize=2, alpha=0.8, label=judge)
-            ax.scatter(g.mean_confidence, g.share_right, s=8 + 120 * g.n / mine.n.max(),
-                       color=line[0].get_color(), alpha=0.8)
-        ax.plot([0, 1], [0, 1], color="black", lw=0.8, ls="--")
-        ax.set_xlim(0, 1.02)
-        ax.set_ylim(-0.02, 1.02)
-        ax.set_xlabel("mean confidence in the bin")
-        ax.set_ylabel("share of its verdicts right")
-        ax.set_title(f"{source}: reliability (dashed: calibrated)", fontsize=9)
-        ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncols=2, frameon=False)
+            ax.errorbar(g.mean_confidence, g.share_right, yerr=err, lw=0.9, capsize=1.5, color="tab:blue")
+            ax.scatter(g.mean_confidence, g.share_right, s=6 + 60 * g.n / g.n.max(), color="tab:blue", zorder=3)
+            name = textwrap.fill(judge, 26, break_on_hyphens=True)
+            ax.set_title(f"{name}\n{ece.get((source, judge), f'{g.n.sum()} verdicts')}", fontsize=6.5)
+            ax.tick_params(labelsize=7)
+        for ax in row[len(judges):]:
+            ax.set_visible(False)
+        row[0].set_ylabel(f"{source}\nshare right", fontsize=8)
+    for ax in axes[-1]:
+        ax.set_xlabel("mean confidence", fontsize=8)
+    axes[0, 0].set_xlim(0, 1.02)
+    axes[0, 0].set_ylim(-0.02, 1.02)
+    fig.suptitle("Reliability per judge (dashed: calibrated; grey bars: how its verdicts spread over the bins)",
+                 fontsize=9)
     return _saved(fig, path)
 
 
@@ -486,7 +502,7 @@ def selective_section(kept: pd.DataFrame | None, out_dir: Path, bins: pd.DataFra
     if kept is None or kept.empty:
         return ""
     png = plot_selective(kept, out_dir / "judges_selective.png")
-    diagram = None if bins is None or bins.empty else plot_reliability(bins, out_dir / "judges_reliability.png")
+    diagram = None if bins is None or bins.empty else plot_reliability(bins, out_dir / "judges_reliability.png", kept)
     by_subset = plot_confidence_by_subset(kept, out_dir / "judges_confidence_by_subset.png")
     parts = kept[(kept.metric == "auroc") & (kept.subset != ALL)]
     parts = [g.assign(cell=_cells(g, with_n=True)).pivot(index=["source", "judge"], columns="subset",
@@ -523,7 +539,8 @@ def selective_section(kept: pd.DataFrame | None, out_dir: Path, bins: pd.DataFra
             + ("" if diagram is None else
                "<p>Where ECE comes from: per bin of confidence (ten equal bins, both orders of every pair), the "
                "share of the judge's verdicts right against their mean confidence, with CIs that resample "
-               "pairs; a judge on the diagonal is calibrated, one below it overconfident, and a line that falls "
+               "pairs, a panel per judge titled with its ECE, over a bar of how its verdicts spread across the "
+               "bins; a judge on the diagonal is calibrated, one below it overconfident, and a line that falls "
                "as confidence rises is surer when wrong. Rows in reliability.parquet.</p>"
                f"<img src='{diagram.name}' alt='reliability diagram per judge'>"))
 
