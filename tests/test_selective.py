@@ -297,6 +297,13 @@ def test_the_reliability_diagram_is_the_share_right_per_bin_of_confidence(tmp_pa
                                                                                 np.atleast_2d(c["correct"]))])},
                                 FAST)["x"]
         assert (shared[f"bin_{b}"].ci_low, shared[f"bin_{b}"].ci_high) == pytest.approx((alone.ci_low, alone.ci_high))
+    # a bin whose verdicts are all right leaves a resample nothing to vary: its CI is the exact one over its pairs
+    sure = pd.DataFrame(_judge_by_confidence("sure", 300, lambda c: 1.0 if c >= 0.9 else c, 7), columns=TABLE_COLUMNS)
+    top = reliability(sure, chosen.assign(judge="sure"), SelectiveSettings(), FAST).set_index("bin").loc[9]
+    pairs = top.n // 2  # a reward model's two orders share their p_1, so both verdicts of a pair share the bin
+    exact = stats.binomtest(pairs, pairs).proportion_ci(FAST.confidence, method="exact")
+    assert top.share_right == 1.0 and (top.ci_low, top.ci_high) == pytest.approx((exact.low, 1.0))
+    assert top.ci_low == pytest.approx(((1 - FAST.confidence) / 2) ** (1 / pairs)) and top.ci_low < 0.95
     # the diagrams, a panel per judge: a source with fewer judges leaves its other panels blank
     from judgeaudit.report.judge_report import plot_reliability
 

@@ -205,7 +205,9 @@ def reliability(table: pd.DataFrame, chosen: pd.DataFrame, settings: SelectiveSe
                 boot: BootstrapSettings) -> pd.DataFrame:
     """The reliability diagram behind each ECE of ``selective`` (the same judges): per bin of confidence with
     verdicts in it, both orders of every pair, their number (a pair with one recorded order counts it twice),
-    mean confidence and share right, with its CI (pairs resampled; ``RELIABILITY_COLUMNS``)."""
+    mean confidence and share right, with its CI (pairs resampled; ``RELIABILITY_COLUMNS``). A bin whose
+    verdicts are all right, or all wrong, leaves a resample nothing to vary (the percentile CI would be the
+    point): its CI is the exact (Clopper-Pearson) one over the pairs with a verdict in it."""
     rows = []
     bins = calibration.ECE_BINS
     for r, every, kind, _ in _audited(table, chosen, settings, boot.seed):
@@ -216,8 +218,13 @@ def reliability(table: pd.DataFrame, chosen: pd.DataFrame, settings: SelectiveSe
         for b in np.unique(which):
             inside = which == b
             e = shares[f"bin_{b}"]  # its estimate is the bootstrap's own point, so it lies inside the CI
+            low, high = e.ci_low, e.ci_high
+            if e.estimate in (0.0, 1.0):  # every verdict in the bin right (or every one wrong): no resample differs
+                pairs = int(inside.reshape(-1, 2).any(axis=1).sum())
+                ci = stats.binomtest(pairs if e.estimate else 0, pairs).proportion_ci(boot.confidence, method="exact")
+                low, high = ci.low, ci.high
             rows.append({"source": r.source, "judge": r.judge, "strategy": r.strategy, "confidence": kind,
                          "bin": int(b), "bin_low": b / bins, "bin_high": (b + 1) / bins, "n": int(inside.sum()),
                          "mean_confidence": float(conf[inside].mean()), "share_right": e.estimate,
-                         "ci_low": e.ci_low, "ci_high": e.ci_high})
+                         "ci_low": low, "ci_high": high})
     return pd.DataFrame(rows, columns=RELIABILITY_COLUMNS)

@@ -539,7 +539,8 @@ def selective_section(kept: pd.DataFrame | None, out_dir: Path, bins: pd.DataFra
             + ("" if diagram is None else
                "<p>Where ECE comes from: per bin of confidence (ten equal bins, both orders of every pair), the "
                "share of the judge's verdicts right against their mean confidence, with CIs that resample "
-               "pairs, a panel per judge titled with its ECE, over a bar of how its verdicts spread across the "
+               "pairs (exact binomial ones where a bin's verdicts are all right or all wrong), a panel per "
+               "judge titled with its ECE, over a bar of how its verdicts spread across the "
                "bins; a judge on the diagonal is calibrated, one below it overconfident, and a line that falls "
                "as confidence rises is surer when wrong. Rows in reliability.parquet.</p>"
                f"<img src='{diagram.name}' alt='reliability diagram per judge'>"))
