@@ -68,17 +68,11 @@ def reliability(confidence: np.ndarray, correct: np.ndarray, bins: int = ECE_BIN
 
 
 def reliability_statistics(bins: int = ECE_BINS, prepare: Callable[[dict], dict] = lambda c: c) -> dict:
-    """``joint_bootstrap`` statistics ``bin_<b>``: the share right of the verdicts in bin b, of the columns
-    ``confidence`` and ``correct`` (after ``prepare``). The bins of one input are computed once for all of them
-    (joint_bootstrap asks each statistic of the point input, then of the resamples: the last two are kept)."""
-    seen: list[tuple[np.ndarray, np.ndarray]] = []  # (an input's confidence array, held so its id stays its own; shares)
+    """One ``joint_bootstrap`` statistic for the names ``bin_0`` ... ``bin_<bins - 1>``: the share right of the
+    verdicts in each bin, of the columns ``confidence`` and ``correct`` (after ``prepare``), binned once."""
 
     def shares(c: dict) -> np.ndarray:
-        for array, value in seen:
-            if array is c["confidence"]:
-                return value
         flat = prepare(c)
-        seen[:] = [*seen[-1:], (c["confidence"], reliability(flat["confidence"], flat["correct"], bins))]
-        return seen[-1][1]
+        return reliability(flat["confidence"], flat["correct"], bins)
 
-    return {f"bin_{b}": (lambda c, b=b: shares(c)[..., b]) for b in range(bins)}
+    return {tuple(f"bin_{b}" for b in range(bins)): shares}

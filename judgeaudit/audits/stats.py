@@ -64,15 +64,17 @@ class BootstrapSettings:
 
 
 def joint_bootstrap(columns: dict[str, np.ndarray],
-                    statistics: dict[str, Callable[[dict[str, np.ndarray]], np.ndarray]],
+                    statistics: dict[str | tuple[str, ...], Callable[[dict[str, np.ndarray]], np.ndarray]],
                     settings: BootstrapSettings) -> dict[str, Estimate]:
     """Several statistics of the same units, each with a percentile CI from ONE set of
     resamples (units drawn with replacement, all columns together).
 
     Each statistic maps ``{name: 2-D array (rows = resamples, columns = units)}`` to one
-    value per row, ignoring nan units where it defines so; scipy's bootstrap takes one
-    statistic at a time, and resampling once keeps the figures of a report card jointly
-    consistent and fast (hundreds of groups x a dozen figures)."""
+    value per row, ignoring nan units where it defines so; one keyed by a tuple of names
+    gives one value per name and row (array [rows, names]), for figures that share their
+    work (a reliability diagram's bins). scipy's bootstrap takes one statistic at a time,
+    and resampling once keeps the figures of a report card jointly consistent and fast
+    (hundreds of groups x a dozen figures)."""
     cols = {k: np.asarray(v) for k, v in columns.items()}
     n = len(next(iter(cols.values())))
     rng = np.random.default_rng(settings.seed)
@@ -82,13 +84,15 @@ def joint_bootstrap(columns: dict[str, np.ndarray],
     alpha = (1 - settings.confidence) / 2
     out = {}
     with np.errstate(invalid="ignore", divide="ignore"):
-        for name, stat in statistics.items():
-            point = float(stat(point_cols)[0])
-            dist = np.asarray(stat(boot_cols), dtype=float)
-            if np.isnan(point) or np.all(np.isnan(dist)):
-                low = high = point
-            else:
-                low, high = (float(np.nanquantile(dist, q)) for q in (alpha, 1 - alpha))
-                low, high = min(low, point), max(high, point)
-            out[name] = Estimate(point, low, high, n, settings.confidence)
+        for key, stat in statistics.items():
+            names = key if isinstance(key, tuple) else (key,)
+            points = np.asarray(stat(point_cols), dtype=float).reshape(1, len(names))[0]
+            dists = np.asarray(stat(boot_cols), dtype=float).reshape(settings.n_boot, len(names))
+            for name, point, dist in zip(names, points.tolist(), dists.T):
+                if np.isnan(point) or np.all(np.isnan(dist)):
+                    low = high = point
+                else:
+                    low, high = (float(np.nanquantile(dist, q)) for q in (alpha, 1 - alpha))
+                    low, high = min(low, point), max(high, point)
+                out[name] = Estimate(point, low, high, n, settings.confidence)
     return out

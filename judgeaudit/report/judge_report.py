@@ -526,8 +526,8 @@ def selective_section(kept: pd.DataFrame | None, out_dir: Path, bins: pd.DataFra
             "target_reached: over random halvings, the share whose kept test pairs reached the target (the "
             "guarantee bounds the true rate, and a finite test half misses it by chance now and then). Over both "
             "orders of every pair (resampled by pair), how far the confidence can be trusted at all: auroc, the "
-            "chance that a right verdict carries "
-            "more confidence than a wrong one (0.5: it says nothing; below: the judge is surer when wrong), and "
+            "chance that a right verdict carries more confidence than a wrong one (0.5: it says nothing; below: "
+            "the judge is surer when wrong), and "
             "ece and overconfidence, its distance from the share right (10 equal bins; mean confidence minus "
             "the share right). Rows in selective.parquet.</p>"
             f"<img src='{png.name}' alt='selective evaluation per judge'>" + _fmt(table)
