@@ -64,14 +64,23 @@ def run(stage: str | None, params_path: str, root: str) -> int:
 
         warm_up()  # Great Expectations' import and context: 4 s per stage otherwise
 
-    with run_api(meanwhile=meanwhile):  # the server: the user's, the DVC run's, or this run's own
+    with run_api(meanwhile=meanwhile) as url:  # the server: the user's, the DVC run's, or this run's own
         result = loaded[0](params_path=params_path, root=root)
     shown = f"{len(result)} results" if isinstance(result, (list, dict)) else result
-    print(f"judgeaudit: {stage or 'full audit'} done in {time.monotonic() - started:.0f} s: {shown}")
+    from flows.warm import forked, launch
+
+    where = " (in this DVC run's warm process)" if forked() else ""
+    print(f"judgeaudit: {stage or 'full audit'} done in {time.monotonic() - started:.0f} s{where}: {shown}")
+    launch(url)  # under DVC: the process the run's next stages start from (flows/warm.py)
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
+    from flows.warm import hand_over
+
+    argv = sys.argv[1:] if argv is None else argv
+    if (status := hand_over(argv)) is not None:  # under DVC, a later stage: run by the warm process
+        return status
     parser = argparse.ArgumentParser(prog="python -m flows.run", description=__doc__.split("\n\n")[0])
     add_arguments(parser)
     args = parser.parse_args(argv)

@@ -89,13 +89,16 @@ def _alive(owner: tuple[int, int]) -> bool:
         return False
 
 
+entry_pid: int | None = None  # the process DVC started, where a warm process runs its stage (flows/warm.py)
+
+
 def dvc_owner() -> tuple[int, int] | None:
     """The DVC process (pid, start time) whose stage this process runs, or None: not under
     DVC, or not Linux. DVC puts ``DVC_STAGE`` in each stage command's environment (and so
     its shell's); the nearest ancestor without it is DVC itself."""
     if "DVC_STAGE" not in os.environ or not sys.platform.startswith("linux"):
         return None
-    pid = os.getppid()
+    pid = entry_pid or os.getppid()
     try:
         while pid > 1:
             environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")

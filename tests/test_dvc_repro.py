@@ -123,6 +123,8 @@ def test_dvc_repro(prefect_server, request, tmp_path):
     assert config.pop("scale") == {"processes": 2} and ours.pop("scale") == {"processes": 1}
     assert config == ours
     first = repro.finish()
+    # the first stage starts the warm process (flows/warm.py), which runs the later ones
+    assert first.count("(in this DVC run's warm process)") >= 8 and "declined" not in first, first[-3000:]
     assert _ran(first) == {"bootstrap", "generate", "train", "respond", "judge", "audit",
                             "robustness", "leakage_studies", "boat", "pu", "prefix", "score_range", "real_judges", "leaderboard",
                             "report"}
