@@ -24,7 +24,6 @@ Prefect server (flows/server.py) is."""
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import importlib
 import json
 import os
@@ -37,6 +36,7 @@ import time
 from pathlib import Path
 
 from flows.server import EXIT_GRACE_S, _alive, _records, _stat, dvc_owner
+from judgeaudit.workers import die_with_parent, running
 
 PER_STAGE = "DVC_STAGE"  # what DVC sets per stage: the one difference a stage may have
 PACKAGES = ("judgeaudit", "flows", "tasks")  # watched for edits
@@ -61,6 +61,8 @@ def _record(owner: tuple[int, int]) -> Path:
 
 @contextlib.contextmanager
 def _locked(record: Path):
+    import fcntl  # POSIX only, as is the warm process (enabled)
+
     with open(record.parent / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
@@ -109,6 +111,8 @@ def hand_over(argv: list[str]) -> int | None:
                 signal.signal(sig, handler)
     if len(last) != 2 or last[0] != "exit":
         print(f"judgeaudit: the warm stage process ended before stage process {child} did", file=sys.stderr)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGTERM)
         return 1
     status = int(last[1])
     if status < 0:  # the stage was ended by a signal: so is this process, as it would have been
@@ -208,8 +212,9 @@ def serve(owner: tuple[int, int], added: set[str]) -> None:
                 conn, _ = listener.accept()
             except TimeoutError:
                 continue
-            conn.settimeout(None)
+            conn.settimeout(10)  # a caller that connects and sends nothing holds up no other
             header, fds = _receive(conn)
+            conn.settimeout(None)
             reason = _declined(header, fds, base)
             if reason is None and (edited := next((p for p, seen in sources.items() if _stat_of(p) != seen), None)):
                 reason, ending = f"{edited} was edited after it started", time.monotonic()
@@ -254,14 +259,15 @@ def _stat_of(path: str) -> tuple[int, int] | None:
 
 def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
     """A stage's request: its header and its standard streams' descriptors."""
-    data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
-    while data and not data.endswith(b"\n"):
-        if not (more := conn.recv(1 << 20)):
-            break
-        data += more
+    data, fds = b"", []
     try:
+        data, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+        while data and not data.endswith(b"\n"):
+            if not (more := conn.recv(1 << 20)):
+                break
+            data += more
         return json.loads(data), fds
-    except ValueError:
+    except (OSError, ValueError):
         return {}, fds
 
 
@@ -300,6 +306,7 @@ def _run_stage(conn: socket.socket, header: dict, fds: list[int], added: set[str
     import flows.server
 
     flows.server.entry_pid = header["pid"]  # the DVC run is that process's ancestor, not this one's
+    die_with_parent()  # a killed warm process could report no status: its children end with it
     _adopt_fork_server()
     threading.Thread(target=_end_with_entry, args=(header["pid"],), daemon=True,
                      name="judgeaudit-end-with-entry").start()
@@ -344,8 +351,6 @@ def _exit(status: int, signum: int | None) -> None:
 def _end_with_entry(entry: int) -> None:
     """SIGTERM to this stage once the process DVC started for it is gone: killed, it
     forwarded no signal, and its end would have ended the stage."""
-    from judgeaudit.workers import running
-
     while running(entry):
         time.sleep(0.5)
     os.kill(os.getpid(), signal.SIGTERM)
@@ -356,8 +361,6 @@ def _adopt_fork_server() -> None:
     checks that it runs by waiting on it as a child of its own; it is the warm process's
     child, so a child of that checks /proc instead."""
     from multiprocessing import forkserver, resource_tracker
-
-    from judgeaudit.workers import running
 
     server = forkserver._forkserver
     pid = server._forkserver_pid

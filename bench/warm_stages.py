@@ -1,0 +1,65 @@
+"""The warm stage process (flows/warm.py) against stages started cold, in one run: the same
+`dvc repro` in two fresh clones of HEAD made beside this checkout, one with
+``JUDGEAUDIT_WARM=0``; seconds per stage in each, their ratio, and whether the two runs'
+outputs are equal, stage by stage (they must be: DVC cannot tell the two apart).
+
+    python bench/warm_stages.py                           # params-small.yaml (a few minutes each)
+    python bench/warm_stages.py --params params.yaml      # the full default (about 25 min each)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from default_run import ROOT, lock_outs, timed_repro
+
+
+def clone(name: str, params: Path) -> Path:
+    repo = ROOT.parent / f"judgeaudit-warm-bench-{os.getpid()}-{name}"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(repo)], check=True)
+    if params.name != "params.yaml":
+        shutil.copy(repo / params.name, repo / "params.yaml")
+    (repo / "dvc.lock").unlink(missing_ok=True)  # every stage runs
+    return repo
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--params", type=Path, default=Path("params-small.yaml"),
+                    help="a params file of this checkout, run as each clone's params.yaml")
+    args = ap.parse_args()
+    runs = {}
+    repos = {name: clone(name, args.params) for name in ("cold", "warm")}
+    try:
+        for name, repo in repos.items():  # cold first: the second run meets a warmer page cache
+            os.environ["JUDGEAUDIT_WARM"] = "0" if name == "cold" else "1"
+            stages, total, status = timed_repro(repo, [])
+            if status:
+                print(f"{name}: dvc repro exited {status}", file=sys.stderr)
+                return status
+            runs[name] = ({s: seconds for s, seconds, _ in stages}, total)
+        (cold, cold_total), (warm, warm_total) = runs["cold"], runs["warm"]
+        print(f"\n{args.params.name}: | stage | cold s | warm s | cold / warm |\n| --- | --- | --- | --- |")
+        for stage in cold:
+            print(f"| {stage} | {cold[stage]:.1f} | {warm.get(stage, float('nan')):.1f} | "
+                  f"{cold[stage] / warm.get(stage, float('nan')):.2f} |")
+        print(f"| **all {len(cold)} stages** | **{cold_total:.0f}** | **{warm_total:.0f}** | "
+              f"**{cold_total / warm_total:.2f}** |")
+        outs = {name: lock_outs(repo / "dvc.lock") for name, repo in repos.items()}
+        differ = sorted(s for s in outs["cold"] if outs["cold"][s] != outs["warm"].get(s))
+        print(f"outputs equal, cold and warm: {len(outs['cold']) - len(differ)} of {len(outs['cold'])} stages"
+              + (f"; differ: {', '.join(differ)}" if differ else ""))
+        return 1 if differ else 0
+    finally:
+        for repo in repos.values():
+            shutil.rmtree(repo, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
