@@ -3,8 +3,11 @@
 ``JUDGEAUDIT_WARM=0``; seconds per stage in each, their ratio, and whether the two runs'
 outputs are equal, stage by stage (they must be: DVC cannot tell the two apart).
 
-    python bench/warm_stages.py                           # params-small.yaml (a few minutes each)
+    python bench/warm_stages.py                           # the tests' tiny config (3 to 6 min each)
     python bench/warm_stages.py --params params.yaml      # the full default (about 25 min each)
+
+(params-small.yaml is a flow run's config, `judgeaudit run --params`: it leaves out sections
+that dvc.yaml's params name.)
 """
 
 from __future__ import annotations
@@ -20,19 +23,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from default_run import ROOT, lock_outs, timed_repro
 
 
-def clone(name: str, params: Path) -> Path:
+def clone(name: str, params: str) -> Path:
     repo = ROOT.parent / f"judgeaudit-warm-bench-{os.getpid()}-{name}"
     subprocess.run(["git", "clone", "-q", str(ROOT), str(repo)], check=True)
-    if params.name != "params.yaml":
-        shutil.copy(repo / params.name, repo / "params.yaml")
+    if params == "tiny":  # the tiny `dvc repro` test's config, on a pool of two workers
+        sys.path.insert(0, str(ROOT))
+        from tests.conftest import write_tiny_params
+
+        write_tiny_params(repo / "params.yaml", processes=2)
+    elif params != "params.yaml":
+        shutil.copy(repo / params, repo / "params.yaml")
     (repo / "dvc.lock").unlink(missing_ok=True)  # every stage runs
     return repo
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--params", type=Path, default=Path("params-small.yaml"),
-                    help="a params file of this checkout, run as each clone's params.yaml")
+    ap.add_argument("--params", default="tiny",
+                    help="a params file of this checkout, run as each clone's params.yaml (default: tiny)")
     args = ap.parse_args()
     runs = {}
     repos = {name: clone(name, args.params) for name in ("cold", "warm")}
@@ -45,7 +53,7 @@ def main() -> int:
                 return status
             runs[name] = ({s: seconds for s, seconds, _ in stages}, total)
         (cold, cold_total), (warm, warm_total) = runs["cold"], runs["warm"]
-        print(f"\n{args.params.name}: | stage | cold s | warm s | cold / warm |\n| --- | --- | --- | --- |")
+        print(f"\n{args.params}: | stage | cold s | warm s | cold / warm |\n| --- | --- | --- | --- |")
         for stage in cold:
             print(f"| {stage} | {cold[stage]:.1f} | {warm.get(stage, float('nan')):.1f} | "
                   f"{cold[stage] / warm.get(stage, float('nan')):.2f} |")
