@@ -110,41 +110,70 @@ def dvc_owner() -> tuple[int, int] | None:
     return None
 
 
-def _records() -> Path:
+def _records(sub: str = "") -> Path:
+    """The per-user folder of the records that name a DVC run's shared processes (the Prefect
+    server here, the warm stage process in ``sub`` "warm"), one ``<dvc pid>-<start>.json`` each."""
     folder = Path(tempfile.gettempdir()) / f"judgeaudit-prefect-{os.getuid()}"
     folder.mkdir(mode=0o700, exist_ok=True)
+    if sub:
+        folder = folder / sub
+        folder.mkdir(mode=0o700, exist_ok=True)
     return folder
+
+
+@contextlib.contextmanager
+def locked(folder: Path) -> Iterator[None]:
+    """Hold ``folder``'s lock: stages of one DVC run are serial; `dvc exp run -j` is not."""
+    import fcntl  # POSIX only, as is the sharing (dvc_owner)
+
+    with open(folder / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def running_record(record: Path) -> dict | None:
+    """Under ``locked``: what ``record`` says if the process it names still runs; else None,
+    with the records (and their logs and sockets) of DVC runs gone swept from its folder, left
+    by processes killed with SIGKILL."""
+    with contextlib.suppress(OSError, ValueError, KeyError):
+        known = json.loads(record.read_text())
+        if _alive((known["pid"], known["start"])):
+            return known
+    for stale in record.parent.glob("*-*.json"):
+        pid, _, start = stale.stem.partition("-")
+        if not (pid.isdigit() and start.isdigit() and _alive((int(pid), int(start)))):
+            for leftover in (stale, stale.with_suffix(".sock"), stale.with_suffix(".log")):
+                leftover.unlink(missing_ok=True)
+    return None
+
+
+def drop_record(record: Path, keep_log: bool) -> None:
+    """Remove this process's ``record`` and its socket, and its log unless ``keep_log``; a record
+    another process has since written stays."""
+    with locked(record.parent), contextlib.suppress(OSError, ValueError, KeyError):
+        if json.loads(record.read_text())["pid"] == os.getpid():
+            record.unlink()
+            record.with_suffix(".sock").unlink(missing_ok=True)
+            if not keep_log:
+                record.with_suffix(".log").unlink(missing_ok=True)
 
 
 def shared_server(owner: tuple[int, int]) -> tuple[str, int]:
     """(API URL, server pid) of the server the stages of DVC run ``owner`` share, started
     here (not waited for) if none runs yet. Its record, in a per-user temporary folder,
     names it for the next stages; the server removes it when it stops."""
-    import fcntl  # POSIX only, as is the sharing (dvc_owner)
-
     folder = _records()
     record = folder / f"{owner[0]}-{owner[1]}.json"
-    with open(folder / "lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # stages of one DVC run are serial; `dvc exp run -j` is not
-        try:
-            known = json.loads(record.read_text())
-            if _alive((known["pid"], known["start"])):
-                return known["url"], known["pid"]
-        except (OSError, ValueError, KeyError):
-            pass
-        for stale in folder.glob("*-*.json"):  # left by a server killed with SIGKILL
-            pid, _, start = stale.stem.partition("-")
-            if not (pid.isdigit() and start.isdigit() and _alive((int(pid), int(start)))):
-                stale.unlink(missing_ok=True)
-                stale.with_suffix(".log").unlink(missing_ok=True)
+    with locked(folder):
+        if known := running_record(record):
+            return known["url"], known["pid"]
         url = f"http://127.0.0.1:{free_port()}/api"
-        log = open(record.with_suffix(".log"), "ab")
-        server = subprocess.Popen(
-            [sys.executable, "-m", "flows.server", str(owner[0]), str(owner[1]), url, str(record)],
-            env={**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1"},
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log,  # never DVC's pipes: it may read them to EOF
-            start_new_session=True)  # outlives this stage; the DVC run's end stops it
-        log.close()
+        with open(record.with_suffix(".log"), "ab") as log:
+            server = subprocess.Popen(
+                [sys.executable, "-m", "flows.server", str(owner[0]), str(owner[1]), url, str(record)],
+                env={**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1"},
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log,  # never DVC's pipes: it may read them to EOF
+                start_new_session=True)  # outlives this stage; the DVC run's end stops it
         record.write_text(json.dumps({"url": url, "pid": server.pid, "start": _stat(server.pid)[2]}))
         return url, server.pid
 
@@ -166,11 +195,7 @@ def _serve_while(owner: tuple[int, int], url: str, record: Path) -> None:
         uvicorn.run("prefect.server.api.server:create_app", factory=True, host="127.0.0.1",
                     port=urlsplit(url).port, log_level="error", lifespan="on")
     finally:
-        with contextlib.suppress(OSError, ValueError, KeyError):
-            if json.loads(record.read_text())["pid"] == os.getpid():
-                record.unlink()
-                if not _alive(owner):  # stopped with the DVC run; a server that failed keeps its log
-                    record.with_suffix(".log").unlink(missing_ok=True)
+        drop_record(record, keep_log=_alive(owner))  # stopped with the DVC run; one that failed keeps its log
 
 
 def _end_with(owner: tuple[int, int], done: threading.Event) -> None:

@@ -35,7 +35,7 @@ import threading
 import time
 from pathlib import Path
 
-from flows.server import EXIT_GRACE_S, _alive, _records, _stat, dvc_owner
+from flows.server import EXIT_GRACE_S, _alive, _records, _stat, drop_record, dvc_owner, locked, running_record
 from judgeaudit.workers import die_with_parent, running
 
 PER_STAGE = "DVC_STAGE"  # what DVC sets per stage: the one difference a stage may have
@@ -54,18 +54,7 @@ def enabled() -> bool:
 
 
 def _record(owner: tuple[int, int]) -> Path:
-    folder = _records() / "warm"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    return folder / f"{owner[0]}-{owner[1]}.json"
-
-
-@contextlib.contextmanager
-def _locked(record: Path):
-    import fcntl  # POSIX only, as is the warm process (enabled)
-
-    with open(record.parent / "lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
+    return _records("warm") / f"{owner[0]}-{owner[1]}.json"
 
 
 def _interpreter() -> list:
@@ -128,16 +117,9 @@ def launch(url: str) -> None:
     if _forked or _entry_env is None or not enabled() or not (owner := dvc_owner()):
         return
     record = _record(owner)
-    with _locked(record):
-        with contextlib.suppress(OSError, ValueError, KeyError):
-            known = json.loads(record.read_text())
-            if _alive((known["pid"], known["start"])):
-                return
-        for stale in record.parent.glob("*.json"):  # left by a warm process killed with SIGKILL
-            pid, _, start = stale.stem.partition("-")
-            if not (pid.isdigit() and start.isdigit() and _alive((int(pid), int(start)))):
-                for leftover in (stale, stale.with_suffix(".sock"), stale.with_suffix(".log")):
-                    leftover.unlink(missing_ok=True)
+    with locked(record.parent):
+        if running_record(record):
+            return
         # Prefect reads its settings when imported: the URL the stages set before they import it
         added = [] if "PREFECT_API_URL" in _entry_env else ["PREFECT_API_URL"]
         with open(record.with_suffix(".log"), "ab") as log:
@@ -187,7 +169,7 @@ def serve(owner: tuple[int, int], added: set[str]) -> None:
     listener.bind(str(address))
     listener.listen()
     listener.settimeout(0.1)
-    with _locked(record), contextlib.suppress(OSError, ValueError, KeyError):
+    with locked(record.parent), contextlib.suppress(OSError, ValueError, KeyError):
         if json.loads(record.read_text())["pid"] == os.getpid():  # else another was launched: stay unknown
             record.write_text(json.dumps({"pid": os.getpid(), "start": _stat(os.getpid())[2],
                                           "socket": str(address)}))
@@ -241,12 +223,7 @@ def serve(owner: tuple[int, int], added: set[str]) -> None:
         failed = True
         raise
     finally:
-        with _locked(record), contextlib.suppress(OSError, ValueError, KeyError):
-            if json.loads(record.read_text())["pid"] == os.getpid():
-                record.unlink()
-                address.unlink(missing_ok=True)
-                if not failed:  # a warm process that failed keeps its log
-                    record.with_suffix(".log").unlink(missing_ok=True)
+        drop_record(record, keep_log=failed)  # a warm process that failed keeps its log
 
 
 def _stat_of(path: str) -> tuple[int, int] | None:

@@ -278,6 +278,8 @@ def test_real_judges_stage_on_every_source(tmp_path):
     assert sky.mean_confidence > 0.95 and sky.ci_high < 0.8 and sky.n > 400
     chatgpt = bins.loc[("llmbar", "ChatGPT")]
     assert chatgpt.loc[9].ci_high < chatgpt.loc[2].ci_low and chatgpt.n.sum() == 2 * 419
+    assert chatgpt.pairs.sum() >= 419 and (chatgpt.pairs <= chatgpt.n).all()  # a pair's orders may split bins
+    assert set(bins.ci_method) == {"bootstrap", "exact"}
     assert bins.loc[("llmbar", "GPT-4", 9)].ci_low > 0.9
     assert (tmp_path / "judges_reliability.png").stat().st_size > 1000 and "Where ECE comes from" in report
     assert (tmp_path / "judges_confidence_by_subset.png").stat().st_size > 1000

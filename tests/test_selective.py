@@ -14,7 +14,7 @@ import pytest
 from scipy import stats
 
 from judgeaudit.audits.calibration import auroc, ece, overconfidence, reliability_statistics
-from judgeaudit.audits.selective import (COLUMNS, RELIABILITY_COLUMNS, SelectiveSettings, reliability, selective,
+from judgeaudit.audits.selective import (COLUMNS, PAIR, RELIABILITY_COLUMNS, SelectiveSettings, reliability, selective,
                                          threshold, units, verdicts)
 from judgeaudit.audits.stats import BootstrapSettings, joint_bootstrap
 from judgeaudit.sources.judgment_table import COLUMNS as TABLE_COLUMNS
@@ -280,6 +280,7 @@ def test_the_reliability_diagram_is_the_share_right_per_bin_of_confidence(tmp_pa
     top = every[every.confidence >= 0.9]
     row = bins[(bins.judge == "overconfident") & (bins.bin == 9)].iloc[0]
     assert row.n == len(top) and row.share_right == pytest.approx(top.correct.mean())
+    assert row.pairs == top.groupby(PAIR).ngroups and row.ci_method == "bootstrap"
     assert row.mean_confidence == pytest.approx(top.confidence.mean())
     assert bins.groupby("judge").n.sum().eq(1200).all()  # every verdict, both orders, in one bin
     wide = bins.set_index(["judge", "bin"])
@@ -303,6 +304,7 @@ def test_the_reliability_diagram_is_the_share_right_per_bin_of_confidence(tmp_pa
     pairs = top.n // 2  # a reward model's two orders share their p_1, so both verdicts of a pair share the bin
     exact = stats.binomtest(pairs, pairs).proportion_ci(FAST.confidence, method="exact")
     assert top.share_right == 1.0 and (top.ci_low, top.ci_high) == pytest.approx((exact.low, 1.0))
+    assert top.pairs == pairs and top.ci_method == "exact"
     assert top.ci_low == pytest.approx(((1 - FAST.confidence) / 2) ** (1 / pairs)) and top.ci_low < 0.95
     # the diagrams, a panel per judge: a source with fewer judges leaves its other panels blank
     from judgeaudit.report.judge_report import plot_reliability

@@ -174,3 +174,27 @@ def test_the_shared_server_stops_when_dvc_is_killed(tmp_path):
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=60)
         assert gone(server), "the shared server outlived the killed `dvc repro`"
+
+
+def test_a_record_names_its_process_while_it_runs_and_records_of_ended_runs_are_swept(tmp_path):
+    from flows.server import _stat, drop_record, locked, running_record
+
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended_owner = (ended.pid, _stat(ended.pid)[2])
+    ended.wait()
+    me = (os.getpid(), _stat(os.getpid())[2])
+    mine, stale = (tmp_path / f"{pid}-{start}.json" for pid, start in (me, ended_owner))
+    for record, owner in ((mine, me), (stale, ended_owner)):
+        record.write_text(json.dumps({"pid": owner[0], "start": owner[1], "url": "u"}))
+        for suffix in (".log", ".sock"):
+            record.with_suffix(suffix).write_text("")
+    reused = tmp_path / "reused.json"  # a record whose pid now belongs to a newer process: not running
+    reused.write_text(json.dumps({"pid": me[0], "start": me[1] - 1}))
+    with locked(tmp_path):
+        assert running_record(mine)["url"] == "u"
+        assert stale.exists()  # a running record sweeps nothing
+        assert running_record(reused) is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["lock", "reused.json", *(mine.with_suffix(s).name for s in (".json", ".log", ".sock"))])
+    drop_record(mine, keep_log=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["lock", mine.with_suffix(".log").name, "reused.json"])

@@ -46,8 +46,8 @@ from judgeaudit.audits.stats import BootstrapSettings, joint_bootstrap
 
 COLUMNS = ["source", "judge", "strategy", "subset", "confidence", "alpha", "delta", "threshold", "metric", "estimate",
            "ci_low", "ci_high", "n"]
-RELIABILITY_COLUMNS = ["source", "judge", "strategy", "confidence", "bin", "bin_low", "bin_high", "n",
-                       "mean_confidence", "share_right", "ci_low", "ci_high"]
+RELIABILITY_COLUMNS = ["source", "judge", "strategy", "confidence", "bin", "bin_low", "bin_high", "n", "pairs",
+                       "mean_confidence", "share_right", "ci_low", "ci_high", "ci_method"]
 PAIR = ["subset", "item_id"]
 
 
@@ -204,10 +204,11 @@ def selective(table: pd.DataFrame, chosen: pd.DataFrame, settings: SelectiveSett
 def reliability(table: pd.DataFrame, chosen: pd.DataFrame, settings: SelectiveSettings,
                 boot: BootstrapSettings) -> pd.DataFrame:
     """The reliability diagram behind each ECE of ``selective`` (the same judges): per bin of confidence with
-    verdicts in it, both orders of every pair, their number (a pair with one recorded order counts it twice),
-    mean confidence and share right, with its CI (pairs resampled; ``RELIABILITY_COLUMNS``). A bin whose
-    verdicts are all right, or all wrong, leaves a resample nothing to vary (the percentile CI would be the
-    point): its CI is the exact (Clopper-Pearson) one over the pairs with a verdict in it."""
+    verdicts in it, both orders of every pair, their number ``n`` (a pair with one recorded order counts it
+    twice), the ``pairs`` with a verdict in it (the CI's unit), mean confidence and share right, with its CI
+    (``ci_method`` "bootstrap": pairs resampled; ``RELIABILITY_COLUMNS``). A bin whose verdicts are all right,
+    or all wrong, leaves a resample nothing to vary (the percentile CI would be the point): its CI is the exact
+    (Clopper-Pearson) one over its pairs ("exact")."""
     rows = []
     bins = calibration.ECE_BINS
     for r, every, kind, _ in _audited(table, chosen, settings, boot.seed):
@@ -218,13 +219,13 @@ def reliability(table: pd.DataFrame, chosen: pd.DataFrame, settings: SelectiveSe
         for b in np.unique(which):
             inside = which == b
             e = shares[f"bin_{b}"]  # its estimate is the bootstrap's own point, so it lies inside the CI
-            low, high = e.ci_low, e.ci_high
+            low, high, method = e.ci_low, e.ci_high, "bootstrap"
+            pairs = int(inside.reshape(-1, 2).any(axis=1).sum())
             if e.estimate in (0.0, 1.0):  # every verdict in the bin right (or every one wrong): no resample differs
-                pairs = int(inside.reshape(-1, 2).any(axis=1).sum())
                 ci = stats.binomtest(pairs if e.estimate else 0, pairs).proportion_ci(boot.confidence, method="exact")
-                low, high = ci.low, ci.high
+                low, high, method = ci.low, ci.high, "exact"
             rows.append({"source": r.source, "judge": r.judge, "strategy": r.strategy, "confidence": kind,
                          "bin": int(b), "bin_low": b / bins, "bin_high": (b + 1) / bins, "n": int(inside.sum()),
-                         "mean_confidence": float(conf[inside].mean()), "share_right": e.estimate,
-                         "ci_low": low, "ci_high": high})
+                         "pairs": pairs, "mean_confidence": float(conf[inside].mean()), "share_right": e.estimate,
+                         "ci_low": low, "ci_high": high, "ci_method": method})
     return pd.DataFrame(rows, columns=RELIABILITY_COLUMNS)

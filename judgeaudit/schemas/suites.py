@@ -309,13 +309,17 @@ def selective_suite() -> list:
 
 def reliability_suite() -> list:
     """The reliability diagram behind each ECE: a row per (judge, bin) with verdicts in it, the bin one of
-    ten equal-width bins of [0, 1], its mean confidence inside it, the share right in [0, 1] inside its CI."""
+    ten equal-width bins of [0, 1], its mean confidence inside it, the share right in [0, 1] inside its CI;
+    the CI's pairs (each one or two of the bin's verdicts) and its method."""
     return [
-        *_columns(["source", "judge", "strategy", "confidence", "bin", "bin_low", "bin_high", "n",
-                   "mean_confidence", "share_right", "ci_low", "ci_high"]),
+        *_columns(["source", "judge", "strategy", "confidence", "bin", "bin_low", "bin_high", "n", "pairs",
+                   "mean_confidence", "share_right", "ci_low", "ci_high", "ci_method"]),
         gxe.ExpectTableRowCountToBeBetween(min_value=1),
         gxe.ExpectColumnValuesToBeBetween(column="bin", min_value=0, max_value=9),
         gxe.ExpectColumnValuesToBeBetween(column="n", min_value=1),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="n", column_B="pairs", or_equal=True),
+        gxe.ExpectColumnValuesToBeBetween(column="pairs", min_value=1),
+        gxe.ExpectColumnValuesToBeInSet(column="ci_method", value_set=["bootstrap", "exact"]),
         *[gxe.ExpectColumnValuesToBeBetween(column=c, min_value=0, max_value=1)
           for c in ("bin_low", "bin_high", "mean_confidence", "share_right", "ci_low", "ci_high")],
         gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="mean_confidence", column_B="bin_low", or_equal=True),
