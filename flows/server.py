@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import http.client
-import importlib.util
 import json
 import os
 import signal
@@ -54,14 +53,27 @@ def reserve_api_url() -> str | None:
 def launch(url: str, env: dict[str, str] | None = None) -> subprocess.Popen:
     """A temporary Prefect server starting on ``url`` (its API, ``.../api``), without
     importing Prefect here: that import takes a second the server's own start need not
-    wait for. It dies with this process, whatever kills it."""
-    app_dir = Path(importlib.util.find_spec("prefect").origin).parent.parent
+    wait for. It dies with this process, whatever kills it (``_serve_child``)."""
     return subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "--app-dir", str(app_dir), "--factory",
-         "prefect.server.api.server:create_app", "--host", "127.0.0.1", "--port", str(urlsplit(url).port),
-         "--log-level", "error", "--lifespan", "on"],
-        env={**os.environ, **(env or {}), "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1"},
-        preexec_fn=die_with_parent if sys.platform.startswith("linux") else None)
+        [sys.executable, "-m", "flows.server", "child", str(os.getpid()), url],
+        env={**os.environ, **(env or {}), "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1"})
+
+
+def _uvicorn(url: str) -> None:
+    """Serve Prefect's API on ``url`` (its ``.../api``) until signalled."""
+    import uvicorn
+
+    uvicorn.run("prefect.server.api.server:create_app", factory=True, host="127.0.0.1",
+                port=urlsplit(url).port, log_level="error", lifespan="on")
+
+
+def _serve_child(parent: int, url: str) -> None:
+    """``launch``'s server: the kernel signals it once the thread that started it has exited
+    (``die_with_parent``, asked here rather than in a ``preexec_fn``, which is unsafe in a
+    process that runs threads); a parent gone before the kernel was asked ends it at once."""
+    if die_with_parent() and os.getppid() != parent:
+        sys.exit(1)
+    _uvicorn(url)
 
 
 # -- one server for the stages of one DVC run ---------------------------------------------
@@ -180,8 +192,6 @@ def shared_server(owner: tuple[int, int]) -> tuple[str, int]:
 
 def _serve_while(owner: tuple[int, int], url: str, record: Path) -> None:
     """Serve Prefect's API on ``url`` until the DVC process ``owner`` is gone."""
-    import uvicorn
-
     def watch() -> None:
         while _alive(owner):
             time.sleep(0.5)
@@ -192,8 +202,7 @@ def _serve_while(owner: tuple[int, int], url: str, record: Path) -> None:
     threading.Thread(target=watch, daemon=True).start()
     exit_on_sigterm()  # uvicorn raises the signal again once it has shut down: then the cleanup below
     try:
-        uvicorn.run("prefect.server.api.server:create_app", factory=True, host="127.0.0.1",
-                    port=urlsplit(url).port, log_level="error", lifespan="on")
+        _uvicorn(url)
     finally:
         drop_record(record, keep_log=_alive(owner))  # stopped with the DVC run; one that failed keeps its log
 
@@ -370,5 +379,8 @@ def _exit_after(seconds: float, status: int) -> None:
     os._exit(status)
 
 
-if __name__ == "__main__":  # the shared server (shared_server): OWNER_PID OWNER_START URL RECORD
-    _serve_while((int(sys.argv[1]), int(sys.argv[2])), sys.argv[3], Path(sys.argv[4]))
+if __name__ == "__main__":
+    if sys.argv[1] == "child":  # launch's temporary server: child PARENT_PID URL
+        _serve_child(int(sys.argv[2]), sys.argv[3])
+    else:  # the shared server (shared_server): OWNER_PID OWNER_START URL RECORD
+        _serve_while((int(sys.argv[1]), int(sys.argv[2])), sys.argv[3], Path(sys.argv[4]))

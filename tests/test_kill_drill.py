@@ -75,7 +75,7 @@ def _start_and_find_server(params: Path, root: Path, env: dict) -> tuple[subproc
     proc = _run(params, root, env)
     deadline = time.monotonic() + 240
     while not (server := [c for c in _children(proc.pid)
-                          if b"uvicorn" in Path(f"/proc/{c}/cmdline").read_bytes()]):
+                          if b"flows.server\x00child" in Path(f"/proc/{c}/cmdline").read_bytes()]):
         assert proc.poll() is None and time.monotonic() < deadline, "the run never started its server"
         time.sleep(0.1)
     return proc, server[0]
