@@ -66,6 +66,9 @@ def _parser() -> argparse.ArgumentParser:
     eff.add_argument("--reseeded", help="ROOT's configuration run under another seed: only the effects both "
                                         "find (same sign) are held against --against; the rest are listed "
                                         "as seed-fragile")
+    eff.add_argument("--against-reseeded", help="--against's configuration run under ROOT's other seed: an "
+                                                "effect it keeps under one seed and loses under the other "
+                                                "counts as lost (a cut can make an effect seed-fragile)")
     av = sub.add_parser("audit-verdicts", help="audit real judges from their recorded verdicts on a benchmark: "
                                                "report card, the benchmark's published figures, PU audit")
     _verdict_args(av)
@@ -466,12 +469,23 @@ def _effects(args: argparse.Namespace) -> int:
               f"seed ({', '.join(f'{s} {n}' for s, n in sorted(by_stage.items()))})")
         found = robust
     if not args.against:
+        if args.against_reseeded:
+            raise ValueError("--against-reseeded needs --against (the same configuration under ROOT's seed)")
         return 0
     missing = lost(found, find_effects(Path(args.against)))
     listed("lost", missing)
+    if args.against_reseeded:
+        other = find_effects(Path(args.against_reseeded))
+        if not other:
+            raise FileNotFoundError(f"{args.against_reseeded}: no <stage>/summary.json with confidence intervals")
+        gone = {ref.where for ref, _ in missing}
+        fragile = [(ref, o) for ref, o in lost(found, other) if ref.where not in gone]
+        listed("lost under the other seed", fragile)
+        missing += fragile
     print(f"{args.against}: {'keeps every effect' if not missing else f'loses {len(missing)} effects'} "
           f"of {args.root} ({sum(bool(e.sign) for e in found.values())}"
-          f"{' that reproduce under the other seed' if args.reseeded else ''})")
+          f"{' that reproduce under the other seed' if args.reseeded else ''}"
+          f"{', under both seeds' if args.against_reseeded else ''})")
     return 1 if missing else 0
 
 

@@ -241,3 +241,12 @@ def test_effects_of_the_run_and_a_run_that_loses_some(tiny_audit, tmp_path, caps
     out = capsys.readouterr().out
     assert out.count("seed-fragile: ") == len(metrics) + len(prefix) and "keeps every effect" in out
     assert f"{sum(bool(e.sign) for e in found.values()) - len(metrics) - len(prefix)} of " in out
+
+    # a cut held under both seeds: it keeps every effect under ROOT's seed (itself) but loses
+    # the straddled ones under the other, so they count as lost, named apart from the rest
+    assert main(["effects", str(root), "--against", str(root), "--against-reseeded", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert out.count("lost under the other seed: ") == len(metrics) + len(prefix)
+    assert out.count("lost: ") == 0 and f"loses {len(metrics) + len(prefix)} effects" in out
+    assert main(["effects", str(root), "--against", str(root), "--against-reseeded", str(root)]) == 0
+    assert "keeps every effect" in capsys.readouterr().out
