@@ -1,0 +1,102 @@
+"""Why dvc.lock's hashes hold for one kind of CPU only, in one run: the `bootstrap` stage (the
+tokenizer and the small models every later stage reads) run once per setting of the math
+libraries' CPU dispatch, each into a temporary data root, and the DVC hash of its
+``data/models`` beside dvc.lock's. The stage trains models; a different SIMD path in a matrix
+product moves the weights' last bits, and so every hash downstream.
+
+    python bench/cpu_dispatch.py                       # default, avx2, compatible (about 2 min each)
+    python bench/cpu_dispatch.py --settings compatible --files models.json   # and each file's md5
+
+Settings: ``default`` leaves the libraries to pick for this CPU; ``avx2`` caps torch's kernels,
+oneDNN, OpenBLAS and NumPy at AVX2 and pins MKL's AVX2 branch (``MKL_CBWR=AVX2``);
+``compatible`` caps the same and pins MKL's SSE2 branch meant to give the same results on Intel
+and AMD processors (``MKL_CBWR=COMPATIBLE``). Run it on two kinds of CPU and compare the
+printed hashes (or ``--files``, to see which models differ): a setting that prints the same
+hash on both is one under which a single dvc.lock could hold for both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from default_run import ROOT, lock_outs
+
+_CAPPED = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "OPENBLAS_CORETYPE": "Haswell",
+           "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR"}
+SETTINGS: dict[str, dict[str, str]] = {
+    "default": {},
+    "avx2": {**_CAPPED, "MKL_CBWR": "AVX2"},
+    "compatible": {**_CAPPED, "MKL_CBWR": "COMPATIBLE"},
+}
+_PROBE = ("import json, torch, numpy; from threadpoolctl import threadpool_info; "
+          "print(json.dumps({'torch': torch.backends.cpu.get_cpu_capability(), "
+          "'openblas': [i.get('architecture') for i in threadpool_info() if i['internal_api'] == 'openblas'], "
+          "'numpy_avx512': 'X86_V4' in numpy._core._multiarray_umath.__cpu_features__ "
+          "and numpy._core._multiarray_umath.__cpu_features__['X86_V4']}))")
+
+
+def file_md5s(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): hashlib.md5(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def dir_md5(files: dict[str, str]) -> str:
+    """DVC's hash of a directory output (the ``md5: ....dir`` in dvc.lock)."""
+    listing = [{"md5": md5, "relpath": rel} for rel, md5 in sorted(files.items())]
+    return hashlib.md5(json.dumps(listing, sort_keys=True).encode()).hexdigest() + ".dir"
+
+
+def cpu_name() -> str:
+    try:
+        info = Path("/proc/cpuinfo").read_text().split("\n\n", 1)[0]
+    except OSError:
+        return "unknown CPU"
+    fields = {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in info.splitlines() if ":" in line)}
+    return (f"{fields.get('model name', '?')} (cpu family {fields.get('cpu family', '?')}, "
+            f"model {fields.get('model', '?')})")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--settings", nargs="+", choices=sorted(SETTINGS), default=list(SETTINGS))
+    ap.add_argument("--files", help="write each setting's per-file md5s of data/models to this JSON file")
+    args = ap.parse_args()
+    locked = lock_outs(ROOT / "dvc.lock").get("bootstrap", {}).get("data/models")
+    print(f"{cpu_name()}; dvc.lock's data/models: {locked}")
+    per_file, rows = {}, []
+    with tempfile.TemporaryDirectory(prefix="judgeaudit-dispatch-") as tmp:
+        for name in args.settings:
+            env = {k: v for k, v in os.environ.items() if k not in {*_CAPPED, "MKL_CBWR"}}
+            env |= {**SETTINGS[name], "PYTHONPATH": str(ROOT), "PREFECT_HOME": f"{tmp}/prefect-{name}"}
+            probe = json.loads(subprocess.run([sys.executable, "-c", _PROBE], env=env, check=True,
+                                              capture_output=True, text=True).stdout)
+            root = Path(tmp) / name
+            started = time.monotonic()
+            subprocess.run([sys.executable, "-m", "flows.run", "bootstrap", "--root", str(root)],
+                           cwd=ROOT, env=env, check=True)
+            seconds = time.monotonic() - started
+            per_file[name] = file_md5s(root / "models")
+            rows.append((name, seconds, probe, dir_md5(per_file[name])))
+            shutil.rmtree(root)
+    print("\n| setting | seconds | torch | OpenBLAS | NumPy AVX-512 | data/models | = dvc.lock |\n"
+          "| --- | --- | --- | --- | --- | --- | --- |")
+    for name, seconds, probe, md5 in rows:
+        print(f"| {name} | {seconds:.0f} | {probe['torch']} | {','.join(probe['openblas'])} | "
+              f"{probe['numpy_avx512']} | {md5} | {md5 == locked} |")
+    if args.files:
+        Path(args.files).write_text(json.dumps({"cpu": cpu_name(), "settings": per_file}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
