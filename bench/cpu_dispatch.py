@@ -6,12 +6,15 @@ product moves the weights' last bits, and so every hash downstream.
 
     python bench/cpu_dispatch.py                       # default, avx2, compatible (about 2 min each)
     python bench/cpu_dispatch.py --settings compatible --files models.json   # and each file's md5
+    python bench/cpu_dispatch.py --against bench/reference/cpu_dispatch-xeon-6-167.json
+                                          # which files differ from another machine's, per setting
 
 Settings: ``default`` leaves the libraries to pick for this CPU; ``avx2`` caps torch's kernels,
 oneDNN, OpenBLAS and NumPy at AVX2 and pins MKL's AVX2 branch (``MKL_CBWR=AVX2``);
 ``compatible`` caps the same and pins MKL's SSE2 branch meant to give the same results on Intel
 and AMD processors (``MKL_CBWR=COMPATIBLE``). Run it on two kinds of CPU and compare the
-printed hashes (or ``--files``, to see which models differ): a setting that prints the same
+printed hashes, or hold one to the other's ``--files`` with ``--against`` (bench/reference holds
+the Xeon's, family 6 model 167): a setting that prints the same
 hash on both is one under which a single dvc.lock could hold for both.
 """
 
@@ -70,6 +73,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--settings", nargs="+", choices=sorted(SETTINGS), default=list(SETTINGS))
     ap.add_argument("--files", help="write each setting's per-file md5s of data/models to this JSON file")
+    ap.add_argument("--against", help="another machine's --files: which files differ, setting by setting")
     args = ap.parse_args()
     locked = lock_outs(ROOT / "dvc.lock").get("bootstrap", {}).get("data/models")
     print(f"{cpu_name()}; dvc.lock's data/models: {locked}")
@@ -93,6 +97,17 @@ def main() -> int:
     for name, seconds, probe, md5 in rows:
         print(f"| {name} | {seconds:.0f} | {probe['torch']} | {','.join(probe['openblas'])} | "
               f"{probe['numpy_avx512']} | {md5} | {md5 == locked} |")
+    if args.against:
+        other = json.loads(Path(args.against).read_text())
+        print(f"\nagainst {other['cpu']} ({args.against}):")
+        for name, files in per_file.items():
+            theirs = other["settings"].get(name)
+            if theirs is None:
+                print(f"  {name}: not in that file")
+                continue
+            differ = sorted(f for f in files.keys() | theirs.keys() if files.get(f) != theirs.get(f))
+            print(f"  {name}: {len(files) - len(differ)} of {len(files)} files equal"
+                  + (f"; differ: {', '.join(differ)}" if differ else ""))
     if args.files:
         Path(args.files).write_text(json.dumps({"cpu": cpu_name(), "settings": per_file}, indent=1))
     return 0
