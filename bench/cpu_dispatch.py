@@ -41,9 +41,10 @@ SETTINGS: dict[str, dict[str, str]] = {
     "avx2": {**_CAPPED, "MKL_CBWR": "AVX2"},
     "compatible": {**_CAPPED, "MKL_CBWR": "COMPATIBLE"},
 }
-_PROBE = ("import json, torch, numpy; from threadpoolctl import threadpool_info; "
+PROBE = ("import json, torch, numpy; from threadpoolctl import threadpool_info; "
           "print(json.dumps({'torch': torch.backends.cpu.get_cpu_capability(), "
-          "'openblas': [i.get('architecture') for i in threadpool_info() if i['internal_api'] == 'openblas'], "
+          "'openblas': [i.get('architecture') for i in threadpool_info() "
+          "if i['internal_api'] == 'openblas'], "
           "'numpy_avx512': 'X86_V4' in numpy._core._multiarray_umath.__cpu_features__ "
           "and numpy._core._multiarray_umath.__cpu_features__['X86_V4']}))")
 
@@ -64,7 +65,8 @@ def cpu_name() -> str:
         info = Path("/proc/cpuinfo").read_text().split("\n\n", 1)[0]
     except OSError:
         return "unknown CPU"
-    fields = {k.strip(): v.strip() for k, v in (line.split(":", 1) for line in info.splitlines() if ":" in line)}
+    pairs = (line.split(":", 1) for line in info.splitlines() if ":" in line)
+    fields = {k.strip(): v.strip() for k, v in pairs}
     return (f"{fields.get('model name', '?')} (cpu family {fields.get('cpu family', '?')}, "
             f"model {fields.get('model', '?')})")
 
@@ -82,7 +84,7 @@ def main() -> int:
         for name in args.settings:
             env = {k: v for k, v in os.environ.items() if k not in {*_CAPPED, "MKL_CBWR"}}
             env |= {**SETTINGS[name], "PYTHONPATH": str(ROOT), "PREFECT_HOME": f"{tmp}/prefect-{name}"}
-            probe = json.loads(subprocess.run([sys.executable, "-c", _PROBE], env=env, check=True,
+            probe = json.loads(subprocess.run([sys.executable, "-c", PROBE], env=env, check=True,
                                               capture_output=True, text=True).stdout)
             root = Path(tmp) / name
             started = time.monotonic()
