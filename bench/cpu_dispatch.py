@@ -33,6 +33,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from default_run import ROOT, lock_outs
+from dvc_data.hashfile.tree import Tree
+
+from judgeaudit.report.machine import cpu_model
 
 _CAPPED = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "OPENBLAS_CORETYPE": "Haswell",
            "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR"}
@@ -41,6 +44,7 @@ SETTINGS: dict[str, dict[str, str]] = {
     "avx2": {**_CAPPED, "MKL_CBWR": "AVX2"},
     "compatible": {**_CAPPED, "MKL_CBWR": "COMPATIBLE"},
 }
+DISPATCH_VARS = frozenset().union(*SETTINGS.values())  # cleared before each setting sets its own
 PROBE = ("import json, torch, numpy; from threadpoolctl import threadpool_info; "
           "print(json.dumps({'torch': torch.backends.cpu.get_cpu_capability(), "
           "'openblas': [i.get('architecture') for i in threadpool_info() "
@@ -55,20 +59,10 @@ def file_md5s(root: Path) -> dict[str, str]:
 
 
 def dir_md5(files: dict[str, str]) -> str:
-    """DVC's hash of a directory output (the ``md5: ....dir`` in dvc.lock)."""
-    listing = [{"md5": md5, "relpath": rel} for rel, md5 in sorted(files.items())]
-    return hashlib.md5(json.dumps(listing, sort_keys=True).encode()).hexdigest() + ".dir"
-
-
-def cpu_name() -> str:
-    try:
-        info = Path("/proc/cpuinfo").read_text().split("\n\n", 1)[0]
-    except OSError:
-        return "unknown CPU"
-    pairs = (line.split(":", 1) for line in info.splitlines() if ":" in line)
-    fields = {k.strip(): v.strip() for k, v in pairs}
-    return (f"{fields.get('model name', '?')} (cpu family {fields.get('cpu family', '?')}, "
-            f"model {fields.get('model', '?')})")
+    """DVC's hash of a directory output (the ``md5: ....dir`` in dvc.lock), by DVC's own tree."""
+    tree = Tree.from_list([{"md5": md5, "relpath": rel} for rel, md5 in files.items()])
+    tree.digest()
+    return tree.hash_info.value
 
 
 def main() -> int:
@@ -78,11 +72,11 @@ def main() -> int:
     ap.add_argument("--against", help="another machine's --files: which files differ, setting by setting")
     args = ap.parse_args()
     locked = lock_outs(ROOT / "dvc.lock").get("bootstrap", {}).get("data/models")
-    print(f"{cpu_name()}; dvc.lock's data/models: {locked}")
+    print(f"{cpu_model()}; dvc.lock's data/models: {locked}")
     per_file, rows = {}, []
     with tempfile.TemporaryDirectory(prefix="judgeaudit-dispatch-") as tmp:
         for name in args.settings:
-            env = {k: v for k, v in os.environ.items() if k not in {*_CAPPED, "MKL_CBWR"}}
+            env = {k: v for k, v in os.environ.items() if k not in DISPATCH_VARS}
             env |= {**SETTINGS[name], "PYTHONPATH": str(ROOT), "PREFECT_HOME": f"{tmp}/prefect-{name}"}
             probe = json.loads(subprocess.run([sys.executable, "-c", PROBE], env=env, check=True,
                                               capture_output=True, text=True).stdout)
@@ -111,7 +105,7 @@ def main() -> int:
             print(f"  {name}: {len(files) - len(differ)} of {len(files)} files equal"
                   + (f"; differ: {', '.join(differ)}" if differ else ""))
     if args.files:
-        Path(args.files).write_text(json.dumps({"cpu": cpu_name(), "settings": per_file}, indent=1))
+        Path(args.files).write_text(json.dumps({"cpu": cpu_model(), "settings": per_file}, indent=1))
     return 0
 
 

@@ -443,6 +443,8 @@ def _effects(args: argparse.Namespace) -> int:
 
     from judgeaudit.report.effects import find_effects, lost, reproducible
 
+    if args.against_reseeded and not args.against:
+        raise ValueError("--against-reseeded needs --against (the same configuration under ROOT's seed)")
     found = find_effects(Path(args.root))
     if not found:
         raise FileNotFoundError(f"{args.root}: no <stage>/summary.json with confidence intervals")
@@ -469,8 +471,6 @@ def _effects(args: argparse.Namespace) -> int:
               f"seed ({', '.join(f'{s} {n}' for s, n in sorted(by_stage.items()))})")
         found = robust
     if not args.against:
-        if args.against_reseeded:
-            raise ValueError("--against-reseeded needs --against (the same configuration under ROOT's seed)")
         return 0
     missing = lost(found, find_effects(Path(args.against)))
     listed("lost", missing)

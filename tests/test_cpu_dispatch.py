@@ -33,7 +33,7 @@ def test_dir_md5_is_dvcs_hash_of_the_directory(tmp_path):
 
 
 def test_capped_settings_take_effect():
-    base = {k: v for k, v in os.environ.items() if k not in cpu_dispatch.SETTINGS["compatible"]}
+    base = {k: v for k, v in os.environ.items() if k not in cpu_dispatch.DISPATCH_VARS}
 
     def run(code: str, setting: str, **extra: str) -> str:
         env = {**base, **cpu_dispatch.SETTINGS[setting], **extra}
