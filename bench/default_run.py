@@ -9,6 +9,14 @@ checkout's, stage by stage (same outputs = the run reproduces).
     python bench/default_run.py --keep          # keep the clone for inspection
     python bench/default_run.py --seed 2024     # the same run under another seed, and which of
                                                 # this checkout's data/ effects it repeats
+    python bench/default_run.py --prefect-cache # as a rerun on this machine: tasks may be served
+                                                # from Prefect's result storage (~/.prefect/storage)
+
+Prefect keeps each cached task's result in its result storage, keyed on the task's code closure,
+params sections and input contents (tasks/cache.py), across clones and runs: on a machine that
+ran the default before, a clean clone's `dvc repro` serves every task whose key is unchanged
+from there (robustness in 5 s instead of 2 min). A fresh machine has none, so by default the run
+gets an empty storage of its own (PREFECT_LOCAL_STORAGE_PATH).
 
 The reseeded run is the noise floor of `judgeaudit effects`: an effect that the same
 configuration loses under another seed is not one a smaller configuration can be held to.
@@ -22,6 +30,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -42,11 +51,14 @@ def busy_seconds() -> float:
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-def timed_repro(repo: Path, dvc_args: list[str]) -> tuple[list[tuple[str, float, float]], float, int]:
+def timed_repro(repo: Path, dvc_args: list[str], env: dict[str, str] | None = None
+                ) -> tuple[list[tuple[str, float, float]], float, int]:
     """([(stage, wall seconds, cores busy)] for each stage that ran, in order; total seconds;
     exit status) of one `dvc repro`, its log passed through."""
     dvc = Path(sys.executable).with_name("dvc")
-    env = {**os.environ, "PYTHONPATH": str(repo)}  # the repo's own code, not this checkout's
+    # the repo's own code, not this checkout's; this environment's interpreter for the stages
+    env = {**os.environ, **(env or {}), "PYTHONPATH": str(repo),
+           "PATH": f"{dvc.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     started = mark = time.monotonic()
     busy_mark = busy_seconds()
     stages: list[tuple[str, float, float]] = []
@@ -88,6 +100,8 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the fresh clone")
     ap.add_argument("--seed", type=int, help="run the clone's params.yaml under this seed, then compare its "
                                              "effects with this checkout's data/ (judgeaudit effects --reseeded)")
+    ap.add_argument("--prefect-cache", action="store_true",
+                    help="use this machine's Prefect result storage (default: an empty one, as on a fresh machine)")
     ap.add_argument("dvc_args", nargs="*", help="after --: arguments for the first dvc repro")
     args = ap.parse_args()
     if args.seed is not None and args.repo:
@@ -97,18 +111,21 @@ def main() -> int:
         subprocess.run(["git", "clone", "-q", str(ROOT), str(repo)], check=True)
     if args.seed is not None:
         reseed(repo / "params.yaml", args.seed)
+    storage = None if args.prefect_cache else Path(tempfile.mkdtemp(prefix="judgeaudit-prefect-storage-"))
+    env = {} if storage is None else {"PREFECT_LOCAL_STORAGE_PATH": str(storage)}
     try:
-        stages, total, status = timed_repro(repo, args.dvc_args)
+        stages, total, status = timed_repro(repo, args.dvc_args, env)
         if status:
             print(f"dvc repro exited {status}", file=sys.stderr)
             return status
-        _, again, status = timed_repro(repo, [])
+        _, again, status = timed_repro(repo, [], env)
         print(f"\n| stage | seconds | share | cores busy (of {os.cpu_count()}) |\n| --- | --- | --- | --- |")
         for name, seconds, cores in sorted(stages, key=lambda s: -s[1]):
             print(f"| {name} | {seconds:.0f} | {seconds / total:.0%} | {cores:.2f} |")
         mean_cores = sum(s * c for _, s, c in stages) / max(sum(s for _, s, _ in stages), 1e-9)
         print(f"| **all {len(stages)} stages** | **{total:.0f}** ({total / 60:.1f} min) | | {mean_cores:.2f} |")
         print(f"second `dvc repro` (nothing to do): {again:.1f} s, exit {status}")
+        print("Prefect's result storage: " + (f"a fresh one ({storage})" if storage else "this machine's"))
         if args.seed is not None:
             judgeaudit = Path(sys.executable).with_name("judgeaudit")
             subprocess.run([str(judgeaudit), "effects", str(ROOT / "data"), "--reseeded", str(repo / "data")])
@@ -119,6 +136,8 @@ def main() -> int:
                   + (f"; differ: {', '.join(differ)}" if differ else ""))
         return status
     finally:
+        if storage is not None:
+            shutil.rmtree(storage, ignore_errors=True)
         if not args.repo and not args.keep:
             shutil.rmtree(repo, ignore_errors=True)
 

@@ -60,3 +60,12 @@ def test_tasks_in_worker_processes_are_cached(prefect_server, tiny_params_file):
 
     assert task_states(first) == ["Completed", "Completed"]
     assert task_states(second) == ["Cached", "Cached"]
+
+    # what README gives for a rerun that must recompute (`dvc repro -f` alone serves these
+    # from the result storage): the setting reaches the pool's workers
+    from prefect.settings import PREFECT_TASKS_REFRESH_CACHE, temporary_settings
+
+    with temporary_settings(updates={PREFECT_TASKS_REFRESH_CACHE: True}):
+        forced = _doubling(params, return_state=True)
+    assert forced.result() == [2, 4]
+    assert task_states(forced) == ["Completed", "Completed"]
