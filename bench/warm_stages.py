@@ -1,7 +1,9 @@
 """The warm stage process (flows/warm.py) against stages started cold, in one run: the same
 `dvc repro` in two fresh clones of HEAD made beside this checkout, one with
 ``JUDGEAUDIT_WARM=0``; seconds per stage in each, their ratio, and whether the two runs'
-outputs are equal, stage by stage (they must be: DVC cannot tell the two apart).
+outputs are equal, stage by stage (they must be: DVC cannot tell the two apart). Each run has an
+empty Prefect result storage of its own: sharing one, the second run's tasks were served from
+the first's results (bench/default_run.py says more).
 
     python bench/warm_stages.py                           # the tests' tiny config (3 to 6 min each)
     python bench/warm_stages.py --params params.yaml      # the full default (about 25 min each)
@@ -17,6 +19,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -46,8 +49,12 @@ def main() -> int:
     repos = {name: clone(name, args.params) for name in ("cold", "warm")}
     try:
         for name, repo in repos.items():  # cold first: the second run meets a warmer page cache
-            os.environ["JUDGEAUDIT_WARM"] = "0" if name == "cold" else "1"
-            stages, total, status = timed_repro(repo, [])
+            storage = tempfile.mkdtemp(prefix="judgeaudit-prefect-storage-")
+            env = {"JUDGEAUDIT_WARM": "0" if name == "cold" else "1", "PREFECT_LOCAL_STORAGE_PATH": storage}
+            try:
+                stages, total, status = timed_repro(repo, [], env)
+            finally:
+                shutil.rmtree(storage, ignore_errors=True)
             if status:
                 print(f"{name}: dvc repro exited {status}", file=sys.stderr)
                 return status

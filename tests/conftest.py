@@ -3,8 +3,11 @@ one Prefect test server for the session, a tiny real transformer."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import random
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -18,6 +21,12 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+# Prefect's result storage outlives a session (~/.prefect/storage), and a task whose cache key is
+# unchanged is served from it: each session (each xdist worker) gets an empty one, so that its
+# flow runs compute what they compute on a fresh machine (CI), not replay an earlier session's
+_RESULTS = tempfile.mkdtemp(prefix="judgeaudit-test-results-")
+os.environ.setdefault("PREFECT_LOCAL_STORAGE_PATH", _RESULTS)
+atexit.register(shutil.rmtree, _RESULTS, ignore_errors=True)
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -49,7 +49,8 @@ def test_tasks_in_worker_processes_are_cached(prefect_server, tiny_params_file):
     """Prefect's process pool pickles a flow's local modules by value, so the task function a
     worker holds has no source file: its cache key must still come out (it did not: every
     robustness task logged 'Error encountered when computing cache key' and re-ran)."""
-    # a seed of its own: Prefect's result store outlives the session, and the first run must run
+    # a seed of its own: a result storage the user set (PREFECT_LOCAL_STORAGE_PATH; else conftest.py
+    # gives the session an empty one) outlives the session, and the first run must run
     params = load_params(str(tiny_params_file)).model_copy(
         update={"scale": Scale(processes=2), "seed": uuid.uuid4().int % 2**31})
     first, second = (_doubling(params, return_state=True) for _ in range(2))
