@@ -31,7 +31,7 @@ def clone(name: str, params: str) -> Path:
     subprocess.run(["git", "clone", "-q", str(ROOT), str(repo)], check=True)
     if params == "tiny":  # the tiny `dvc repro` test's config, on a pool of two workers
         sys.path.insert(0, str(ROOT))
-        from tests.conftest import write_tiny_params
+        from tests.tiny import write_tiny_params
 
         write_tiny_params(repo / "params.yaml", processes=2)
     elif params != "params.yaml":
