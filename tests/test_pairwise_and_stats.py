@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from judgeaudit.audits.stats import mean_ci, paired_bootstrap
+from judgeaudit.audits.stats import clustered_share, mean_ci, paired_bootstrap
 from judgeaudit.judging.pairwise import combine_orders, order_score, verdict_from_margin
 
 
@@ -44,6 +44,18 @@ def test_bootstrap_ci_covers_mean_and_is_reproducible():
 def test_bootstrap_constant_sample_has_zero_width():
     est = mean_ci(np.ones(10), n_boot=200, confidence=0.95, seed=0)
     assert est.ci_low == est.ci_high == est.estimate == 1.0
+
+
+def test_clustered_share_resamples_clusters_whole():
+    # 20 clusters of 10 equal rows: the share's CI is about as wide as 20 rows', not 200's
+    hits, clusters = np.repeat(np.arange(20) % 3 == 0, 10), np.repeat(np.arange(20), 10)
+    whole = clustered_share(hits, clusters, n_boot=2000, confidence=0.95, seed=0)
+    rows = mean_ci(hits, n_boot=2000, confidence=0.95, seed=0)
+    assert whole.estimate == hits.mean() and whole.n == 20 and rows.n == 200
+    assert whole.ci_high - whole.ci_low > 2 * (rows.ci_high - rows.ci_low)
+    # the estimate is the share of rows, not the mean of the clusters' shares (0.5 here)
+    uneven = clustered_share([True, False, False, False], ["a", "b", "b", "b"], n_boot=200, confidence=0.95, seed=0)
+    assert uneven.estimate == 0.25 and uneven.n == 2 and uneven.ci_low <= 0.25 <= uneven.ci_high
 
 
 def test_paired_bootstrap_rejects_unequal_lengths():

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from judgeaudit.audits.boat import SINGLE, apply_bag, sample_bag
-from judgeaudit.audits.stats import mean_ci
+from judgeaudit.audits.stats import clustered_share, mean_ci
 from judgeaudit.generation.mcq import MCQ
 from judgeaudit.models.base import LanguageModel
 
@@ -131,8 +131,9 @@ def single_effects(single: pd.DataFrame, vanilla: pd.DataFrame, *, n_boot: int, 
 
 
 def boat_summary(results: pd.DataFrame, *, n_boot: int, confidence: float, seed: int) -> dict:
-    """Vanilla and BOAT accuracy (mean and std over runs, CI over items), accuracy per
-    intervention, and the 2x2 confusion (vanilla right/wrong x BOAT right/wrong)."""
+    """Vanilla and BOAT accuracy (mean and std over runs, CI over items), BOAT accuracy on the
+    rows whose bag holds each intervention (n rows; CI resampling items, n_items), and the
+    2x2 confusion (vanilla right/wrong x BOAT right/wrong)."""
     per_run = results.groupby("run")[["vanilla_correct", "boat_correct"]].mean()
     per_item = results.groupby("item")[["vanilla_correct", "boat_correct"]].mean()
     out = {"n_items": int(results["item"].nunique()), "runs": int(results["run"].nunique())}
@@ -141,9 +142,12 @@ def boat_summary(results: pd.DataFrame, *, n_boot: int, confidence: float, seed:
         out[name] = {"accuracy": float(per_run[col].mean()), "std": float(per_run[col].std(ddof=0)),
                      "ci_low": ci.ci_low, "ci_high": ci.ci_high, "n": ci.n}
     exploded = results.assign(intervention=results["bag"].str.split("+")).explode("intervention")
-    out["per_intervention"] = {
-        name: {"accuracy": float(g["boat_correct"].mean()), "n": int(len(g))}
-        for name, g in exploded.groupby("intervention")}
+    out["per_intervention"] = {}
+    for name, g in exploded.groupby("intervention"):
+        est = clustered_share(g["boat_correct"].to_numpy(), g["item"].to_numpy(), n_boot=n_boot,
+                              confidence=confidence, seed=seed)
+        out["per_intervention"][name] = {"accuracy": est.estimate, "ci_low": est.ci_low, "ci_high": est.ci_high,
+                                         "n": int(len(g)), "n_items": est.n}
     confusion = pd.crosstab(results["vanilla_correct"], results["boat_correct"]).reindex(
         index=[True, False], columns=[True, False], fill_value=0)
     out["confusion"] = {f"vanilla_{'right' if v else 'wrong'}/boat_{'right' if b else 'wrong'}":

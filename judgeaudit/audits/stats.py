@@ -54,6 +54,18 @@ def mean_ci(values: Sequence[float], *, n_boot: int, confidence: float, seed: in
                             n_boot=n_boot, confidence=confidence, seed=seed)
 
 
+def clustered_share(hits: Sequence[bool], clusters: Sequence, *, n_boot: int, confidence: float,
+                    seed: int) -> Estimate:
+    """The share of true rows, with a CI from resampling the rows' clusters whole (a model's
+    runs on one item, the judges' verdicts on one prompt: rows of a cluster are not
+    independent). The estimate is the plain share of rows; n is the number of clusters."""
+    _, cluster = np.unique(np.asarray(clusters), return_inverse=True)
+    hit = np.bincount(cluster, weights=np.asarray(hits, dtype=float))
+    rows = np.bincount(cluster).astype(float)
+    return paired_bootstrap(lambda h, r, axis: h.sum(axis=axis) / r.sum(axis=axis), [hit, rows],
+                            n_boot=n_boot, confidence=confidence, seed=seed)
+
+
 @dataclass(frozen=True)
 class BootstrapSettings:
     """How every CI of an audit is drawn: percentile bootstrap, ``n_boot`` resamples."""

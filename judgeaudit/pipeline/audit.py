@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from judgeaudit.audits.leakage import leakage_scores, pair_scores, win_rates
+from judgeaudit.audits.stats import clustered_share
 from judgeaudit.config import Params
 
 
@@ -21,6 +22,8 @@ def leakage_audit(params: Params, judgments: pd.DataFrame, prompts: pd.DataFrame
                                                "generator_b", "prompt_id"], columns="order",
                                         values="verdict", aggfunc="first")
     flipped = consistency["AB"].map({"A": "B", "B": "A", "tie": "tie"})
+    same = flipped == consistency["BA"]  # the verdict names the same response in both orders
+    consistent = clustered_share(same.to_numpy(), same.index.get_level_values("prompt_id"), **kw)
     summary = {
         "seed": params.seed, "n_boot": a.n_boot, "confidence": a.confidence,
         "n_judgments": int(len(judgments)),
@@ -29,7 +32,9 @@ def leakage_audit(params: Params, judgments: pd.DataFrame, prompts: pd.DataFrame
         # generative judges: outputs that quoted a verdict tag (from a response, or in quotes)
         "n_quoting": ({j: int(n) for j, n in judgments.assign(q=judgments["quoted_tags"].fillna(0) > 0)
                        .groupby("judge")["q"].sum().items()} if "quoted_tags" in judgments else {}),
-        "position_consistency": float((flipped == consistency["BA"]).mean()),
+        # the share of (judge, pair) verdicts consistent across orders; CI resampling prompts
+        "position_consistency": {"estimate": consistent.estimate, "ci_low": consistent.ci_low,
+                                 "ci_high": consistent.ci_high, "n": int(len(same)), "n_prompts": consistent.n},
         "pls_by_tier": {r.tier: _fig(r) for r in pls[pls.scope == "tier"].itertuples()},
         "pls_by_tier_method": {f"{r.tier}/{r.method}": _fig(r)
                                for r in pls[pls.scope == "method"].itertuples()},

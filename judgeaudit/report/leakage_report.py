@@ -477,9 +477,16 @@ def boat_table(boat: dict) -> pd.DataFrame:
 
 
 def boat_interventions(boat: dict) -> pd.DataFrame:
-    return pd.DataFrame([{"benchmark": b, "model": m, "intervention": k, "boat_accuracy": v["accuracy"], "n": v["n"]}
+    return pd.DataFrame([{"benchmark": b, "model": m, "intervention": k, "boat_accuracy": v["accuracy"],
+                          "ci_low": v["ci_low"], "ci_high": v["ci_high"], "n": v["n"], "n_items": v["n_items"]}
                          for b, models in _boat_benchmarks(boat).items() for m, s in models.items()
                          for k, v in s["per_intervention"].items()])
+
+
+def _consistency(figure: dict) -> str:
+    """The position consistency with its CI and n."""
+    return (f"{figure['estimate']:.3f} [{figure['ci_low']:.3f}, {figure['ci_high']:.3f}] "
+            f"(n={figure['n']} verdict pairs over {figure['n_prompts']} prompts)")
 
 
 def _score_range_section(score_range: dict | None, out_dir: Path) -> str:
@@ -535,7 +542,7 @@ img{{max-width:100%}}</style></head><body>
 <h1>Preference leakage audit (embedded experiment)</h1>
 <p>Seed {summary['seed']}; {summary['n_judgments']} judgments; bootstrap {summary['n_boot']} resamples over
 eval prompts, {int(summary['confidence'] * 100)}% percentile CIs; n = number of eval prompts per figure.
-Position consistency of verdicts across the two presentation orders: {summary['position_consistency']:.3f}.
+Position consistency of verdicts across the two presentation orders: {_consistency(summary['position_consistency'])}.
 Computed on {html.escape(made_on['cpu'])} ({made_on['cores']} cores, {made_on['simd']}; accelerator: {made_on['accelerator'] or 'none'}),
 torch {made_on['packages']['torch']}: the tables are bitwise reproducible on one machine, not across CPUs.</p>
 <p>PLS &gt; 0 means judges favour the students of the generator they are related to.</p>
