@@ -101,7 +101,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, help="run the clone's params.yaml under this seed, then compare its "
                                              "effects with this checkout's data/ (judgeaudit effects --reseeded)")
     ap.add_argument("--prefect-cache", action="store_true",
-                    help="use this machine's Prefect result storage (default: an empty one, as on a fresh machine)")
+                    help="use this machine's Prefect result storage (default: an empty one, as on a fresh "
+                         "machine)")
     ap.add_argument("dvc_args", nargs="*", help="after --: arguments for the first dvc repro")
     args = ap.parse_args()
     if args.seed is not None and args.repo:

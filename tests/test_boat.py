@@ -119,8 +119,8 @@ def test_boat_runs_on_a_real_tiny_model(tiny_lm):
     assert sum(summary["confusion"].values()) == 24
     assert 0 <= summary["boat"]["ci_low"] <= summary["boat"]["accuracy"] <= summary["boat"]["ci_high"] <= 1
     per = summary["per_intervention"]  # the rows whose bag holds it: two runs of at most 12 items
-    assert per and all(v["ci_low"] <= v["accuracy"] <= v["ci_high"] and v["n_items"] <= v["n"] <= 2 * v["n_items"] <= 24
-                       for v in per.values())
+    assert per and all(v["ci_low"] <= v["accuracy"] <= v["ci_high"]
+                       and v["n_items"] <= v["n"] <= 2 * v["n_items"] <= 24 for v in per.values())
     bags = set(first["bag"])
     assert all("answer_removal" not in b or "distractor_hint" in b for b in bags)
     from judgeaudit.audits.boat_eval import single_effects, single_runs

@@ -52,7 +52,7 @@ def test_full_audit_flow(tiny_audit):
     assert report["summary"]["pls_by_tier"].keys() == {"same", "inheritance", "same_family"}
     assert "Preference leakage audit" in (first / "report/report.html").read_text()
     consistency = json.loads((first / "metrics/summary.json").read_text())["position_consistency"]
-    assert consistency["n"] == 6 * 3 * 16 and consistency["n_prompts"] == 16  # (judge, pair) verdicts, prompts
+    assert consistency["n"] == 6 * 3 * 16 and consistency["n_prompts"] == 16  # (judge, pair)s, prompts
     assert consistency["ci_low"] <= consistency["estimate"] <= consistency["ci_high"]
     assert "verdict pairs over 16 prompts" in (first / "report/report.html").read_text()
     assert (first / "report/pls_by_tier.png").stat().st_size > 1000

@@ -54,7 +54,8 @@ def test_clustered_share_resamples_clusters_whole():
     assert whole.estimate == hits.mean() and whole.n == 20 and rows.n == 200
     assert whole.ci_high - whole.ci_low > 2 * (rows.ci_high - rows.ci_low)
     # the estimate is the share of rows, not the mean of the clusters' shares (0.5 here)
-    uneven = clustered_share([True, False, False, False], ["a", "b", "b", "b"], n_boot=200, confidence=0.95, seed=0)
+    uneven = clustered_share([True, False, False, False], ["a", "b", "b", "b"], n_boot=200, confidence=0.95,
+                             seed=0)
     assert uneven.estimate == 0.25 and uneven.n == 2 and uneven.ci_low <= 0.25 <= uneven.ci_high
 
 

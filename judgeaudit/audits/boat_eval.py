@@ -146,8 +146,8 @@ def boat_summary(results: pd.DataFrame, *, n_boot: int, confidence: float, seed:
     for name, g in exploded.groupby("intervention"):
         est = clustered_share(g["boat_correct"].to_numpy(), g["item"].to_numpy(), n_boot=n_boot,
                               confidence=confidence, seed=seed)
-        out["per_intervention"][name] = {"accuracy": est.estimate, "ci_low": est.ci_low, "ci_high": est.ci_high,
-                                         "n": int(len(g)), "n_items": est.n}
+        out["per_intervention"][name] = {"accuracy": est.estimate, "ci_low": est.ci_low,
+                                         "ci_high": est.ci_high, "n": int(len(g)), "n_items": est.n}
     confusion = pd.crosstab(results["vanilla_correct"], results["boat_correct"]).reindex(
         index=[True, False], columns=[True, False], fill_value=0)
     out["confusion"] = {f"vanilla_{'right' if v else 'wrong'}/boat_{'right' if b else 'wrong'}":

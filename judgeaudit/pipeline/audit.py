@@ -34,7 +34,8 @@ def leakage_audit(params: Params, judgments: pd.DataFrame, prompts: pd.DataFrame
                        .groupby("judge")["q"].sum().items()} if "quoted_tags" in judgments else {}),
         # the share of (judge, pair) verdicts consistent across orders; CI resampling prompts
         "position_consistency": {"estimate": consistent.estimate, "ci_low": consistent.ci_low,
-                                 "ci_high": consistent.ci_high, "n": int(len(same)), "n_prompts": consistent.n},
+                                 "ci_high": consistent.ci_high, "n": int(len(same)),
+                                 "n_prompts": consistent.n},
         "pls_by_tier": {r.tier: _fig(r) for r in pls[pls.scope == "tier"].itertuples()},
         "pls_by_tier_method": {f"{r.tier}/{r.method}": _fig(r)
                                for r in pls[pls.scope == "method"].itertuples()},

@@ -478,7 +478,8 @@ def boat_table(boat: dict) -> pd.DataFrame:
 
 def boat_interventions(boat: dict) -> pd.DataFrame:
     return pd.DataFrame([{"benchmark": b, "model": m, "intervention": k, "boat_accuracy": v["accuracy"],
-                          "ci_low": v["ci_low"], "ci_high": v["ci_high"], "n": v["n"], "n_items": v["n_items"]}
+                          "ci_low": v["ci_low"], "ci_high": v["ci_high"], "n": v["n"],
+                          "n_items": v["n_items"]}
                          for b, models in _boat_benchmarks(boat).items() for m, s in models.items()
                          for k, v in s["per_intervention"].items()])
 
@@ -542,7 +543,8 @@ img{{max-width:100%}}</style></head><body>
 <h1>Preference leakage audit (embedded experiment)</h1>
 <p>Seed {summary['seed']}; {summary['n_judgments']} judgments; bootstrap {summary['n_boot']} resamples over
 eval prompts, {int(summary['confidence'] * 100)}% percentile CIs; n = number of eval prompts per figure.
-Position consistency of verdicts across the two presentation orders: {_consistency(summary['position_consistency'])}.
+Position consistency of verdicts across the two presentation orders:
+{_consistency(summary['position_consistency'])}.
 Computed on {html.escape(made_on['cpu'])} ({made_on['cores']} cores, {made_on['simd']}; accelerator: {made_on['accelerator'] or 'none'}),
 torch {made_on['packages']['torch']}: the tables are bitwise reproducible on one machine, not across CPUs.</p>
 <p>PLS &gt; 0 means judges favour the students of the generator they are related to.</p>
