@@ -25,6 +25,7 @@ configuration loses under another seed is not one a smaller configuration can be
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import shutil
@@ -32,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import yaml
@@ -49,6 +51,17 @@ def busy_seconds() -> float:
         return 0.0
     idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+@contextlib.contextmanager
+def result_storage(fresh: bool = True) -> Iterator[dict[str, str]]:
+    """The environment for a run's Prefect result storage: an empty one of its own, as a fresh
+    machine has, removed afterwards; or (``fresh=False``) this machine's."""
+    if not fresh:
+        yield {}
+        return
+    with tempfile.TemporaryDirectory(prefix="judgeaudit-prefect-storage-") as path:
+        yield {"PREFECT_LOCAL_STORAGE_PATH": path}
 
 
 def timed_repro(repo: Path, dvc_args: list[str], env: dict[str, str] | None = None
@@ -112,21 +125,20 @@ def main() -> int:
         subprocess.run(["git", "clone", "-q", str(ROOT), str(repo)], check=True)
     if args.seed is not None:
         reseed(repo / "params.yaml", args.seed)
-    storage = None if args.prefect_cache else Path(tempfile.mkdtemp(prefix="judgeaudit-prefect-storage-"))
-    env = {} if storage is None else {"PREFECT_LOCAL_STORAGE_PATH": str(storage)}
     try:
-        stages, total, status = timed_repro(repo, args.dvc_args, env)
-        if status:
-            print(f"dvc repro exited {status}", file=sys.stderr)
-            return status
-        _, again, status = timed_repro(repo, [], env)
+        with result_storage(fresh=not args.prefect_cache) as env:
+            stages, total, status = timed_repro(repo, args.dvc_args, env)
+            if status:
+                print(f"dvc repro exited {status}", file=sys.stderr)
+                return status
+            _, again, status = timed_repro(repo, [], env)
         print(f"\n| stage | seconds | share | cores busy (of {os.cpu_count()}) |\n| --- | --- | --- | --- |")
         for name, seconds, cores in sorted(stages, key=lambda s: -s[1]):
             print(f"| {name} | {seconds:.0f} | {seconds / total:.0%} | {cores:.2f} |")
         mean_cores = sum(s * c for _, s, c in stages) / max(sum(s for _, s, _ in stages), 1e-9)
         print(f"| **all {len(stages)} stages** | **{total:.0f}** ({total / 60:.1f} min) | | {mean_cores:.2f} |")
         print(f"second `dvc repro` (nothing to do): {again:.1f} s, exit {status}")
-        print("Prefect's result storage: " + (f"a fresh one ({storage})" if storage else "this machine's"))
+        print("Prefect's result storage: " + ("this machine's" if args.prefect_cache else "an empty one"))
         if args.seed is not None:
             judgeaudit = Path(sys.executable).with_name("judgeaudit")
             subprocess.run([str(judgeaudit), "effects", str(ROOT / "data"), "--reseeded", str(repo / "data")])
@@ -137,8 +149,6 @@ def main() -> int:
                   + (f"; differ: {', '.join(differ)}" if differ else ""))
         return status
     finally:
-        if storage is not None:
-            shutil.rmtree(storage, ignore_errors=True)
         if not args.repo and not args.keep:
             shutil.rmtree(repo, ignore_errors=True)
 

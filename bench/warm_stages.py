@@ -19,11 +19,10 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from default_run import ROOT, lock_outs, timed_repro
+from default_run import ROOT, lock_outs, result_storage, timed_repro
 
 
 def clone(name: str, params: str) -> Path:
@@ -49,12 +48,9 @@ def main() -> int:
     repos = {name: clone(name, args.params) for name in ("cold", "warm")}
     try:
         for name, repo in repos.items():  # cold first: the second run meets a warmer page cache
-            storage = tempfile.mkdtemp(prefix="judgeaudit-prefect-storage-")
-            env = {"JUDGEAUDIT_WARM": "0" if name == "cold" else "1", "PREFECT_LOCAL_STORAGE_PATH": storage}
-            try:
-                stages, total, status = timed_repro(repo, [], env)
-            finally:
-                shutil.rmtree(storage, ignore_errors=True)
+            with result_storage() as storage:  # one each: the warm run must not get the cold run's results
+                warm = {"JUDGEAUDIT_WARM": "1" if name == "warm" else "0"}
+                stages, total, status = timed_repro(repo, [], {**storage, **warm})
             if status:
                 print(f"{name}: dvc repro exited {status}", file=sys.stderr)
                 return status
