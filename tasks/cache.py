@@ -2,18 +2,23 @@
 computed from, so the two caches cannot disagree on what a code change touches), the
 params sections it reads (dvc.yaml's params for the stage are written from these and the
 flow's ``PARAMS`` by `judgeaudit deps --write`, so neither cache can rerun on a change the
-other ignores), and the content of its inputs (tables, files, directories). A task that
-writes an artifact is not served from cache when that artifact is missing."""
+other ignores), the content of its inputs (tables with their row order, files,
+directories), and the runtime that decides a result's bits (``runtime_digest``). A task
+that writes an artifact is not served from cache when that artifact is missing."""
 
 from __future__ import annotations
 
 import functools
-from datetime import timedelta
 import hashlib
 import importlib
 import inspect
 import json
+import os
+import platform
+import re
 from collections.abc import Sequence
+from datetime import timedelta
+from importlib.metadata import PackageNotFoundError, requires, version
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +27,15 @@ from prefect.cache_policies import CacheKeyFnPolicy
 
 from flows.deps import ROOT, library_closure, module_file
 from judgeaudit.config import Params
+from judgeaudit.report.machine import cpu_model
 
+# what writes or computes the tables beyond the project's own requirements (model files, chat
+# templates), and the numeric stack named even where the project's metadata is not installed
+_ALSO_RUNTIME = ("safetensors", "jinja2", "torch", "transformers", "tokenizers", "trl", "numpy", "pandas",
+                 "pyarrow", "scipy", "scikit-learn", "pot")
+# settings that change which kernels run or how many threads split a reduction
+_NUMERIC_ENV = ("ATEN_CPU_CAPABILITY", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "MKL_CBWR",
+                "CUBLAS_WORKSPACE_CONFIG")
 # the params sections every model-loading task reads, and how such tasks retry and persist
 MODELS = ("seed", "corpus", "embedded", "models", "model_defaults")
 LOAD = dict(retries=2, retry_delay_seconds=5, persist_result=True, cache_expiration=timedelta(days=30))
@@ -78,12 +91,71 @@ def written(path: Path, artifacts: str | None = None) -> bool:
     return any(m.is_file() or any(f.is_file() for f in m.rglob("*")) for m in matches)
 
 
+def _cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The first processor's instruction-set flags (Linux; empty elsewhere): what torch's
+    kernel dispatch reads, beyond the model name a virtual machine may mask."""
+    try:
+        text = cpuinfo.read_text()
+    except OSError:
+        return ""
+    found = re.search(r"^(?:flags|Features)\s*:(.*)$", text, re.MULTILINE)
+    return " ".join(sorted(found.group(1).split())) if found else ""
+
+
+def _gpus(root: Path = Path("/proc/driver/nvidia/gpus")) -> list[str]:
+    """The NVIDIA GPUs' models from the driver's files, without initialising CUDA here (a
+    process that forks its workers must not)."""
+    try:
+        lines = [line for info in sorted(root.glob("*/information")) for line in info.read_text().splitlines()]
+    except OSError:
+        return []
+    return [line.split(":", 1)[1].strip() for line in lines if line.startswith("Model:")]
+
+
+def _runtime_packages() -> list[str]:
+    try:
+        declared = requires("judgeaudit") or []
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        declared = []
+    names = [re.split(r"[ ;<>=!~\[]", r, maxsplit=1)[0] for r in declared if "extra ==" not in r]
+    return sorted({*names, *_ALSO_RUNTIME}, key=str.lower)
+
+
+@functools.cache
+def runtime() -> dict[str, Any]:
+    """What besides code, params and inputs decides a result's bits: the package versions
+    (the project's runtime requirements, each as installed), the CPU (model and flags), its
+    core count (torch splits reductions by threads, and the split moves the rounding), the
+    GPUs, Python, and the numeric settings in the environment. The embedded default's tables
+    are bitwise reproducible on one machine, not across CPUs or versions, so a result made
+    elsewhere (a home folder shared across machines, another virtual environment) is not
+    one this runtime would make."""
+    versions = {}
+    for name in _runtime_packages():
+        try:
+            versions[name] = version(name)
+        except PackageNotFoundError:
+            versions[name] = None
+    return {"packages": versions, "cpu": cpu_model(),
+            "cpu_flags": hashlib.sha256(_cpu_flags().encode()).hexdigest(), "cores": os.cpu_count(),
+            "gpus": _gpus(), "python": f"{platform.python_implementation()} {platform.python_version()}",
+            "system": f"{platform.system()} {platform.machine()}",
+            "env": {k: os.environ[k] for k in _NUMERIC_ENV if k in os.environ}}
+
+
+def runtime_digest() -> str:
+    return hashlib.sha256(json.dumps(runtime(), sort_keys=True).encode()).hexdigest()
+
+
 def _digest(value: Any, sections: Sequence[str]) -> str:
     if isinstance(value, Params):
         dumped = value.model_dump(mode="json")
         return json.dumps({k: dumped[k] for k in sections} if sections else dumped, sort_keys=True)
     if isinstance(value, pd.DataFrame):
-        return str(int(pd.util.hash_pandas_object(value, index=False).sum())) + str(list(value.columns))
+        # row by row, in order: a task fed the same rows in another order (a batch, a shuffle
+        # by index) makes another result, and DVC, hashing the file, reruns its stage
+        rows = pd.util.hash_pandas_object(value, index=False).to_numpy()
+        return hashlib.sha256(rows.tobytes()).hexdigest() + str(list(value.columns)) + str(list(value.dtypes))
     if isinstance(value, Path):
         return path_digest(value) if value.exists() else f"missing:{value}"
     return json.dumps(value, sort_keys=True, default=str)
@@ -100,7 +172,8 @@ def artifact_cache(sections: Sequence[str] = (), output: str | None = None,
         if output is not None and not written(Path(inputs[output]), artifacts):
             return None
         fn = _as_defined(ctx.task.fn)
-        h = hashlib.sha256(inspect.getsource(fn).encode() + code_digest(_module_of(fn)).encode())
+        h = hashlib.sha256(inspect.getsource(fn).encode() + code_digest(_module_of(fn)).encode()
+                           + runtime_digest().encode())
         for name in sorted(set(inputs) - {output}):
             h.update(name.encode())
             h.update(_digest(inputs[name], sections).encode())

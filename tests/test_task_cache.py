@@ -1,18 +1,24 @@
-"""Drill: a cached task result never stands in for files that are not there. The prefix
+"""Drills: a cached task result never stands in for files that are not there (the prefix
 and score-range flows create their output folder before the cached task runs, so an
-empty (or half-written) folder in a new data root must not look done."""
+empty or half-written folder in a new data root must not look done), nor for a result
+made from the same rows in another order, nor for one another runtime made."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import uuid
 from types import SimpleNamespace
 
+import pandas as pd
 from prefect import flow, task
 
 from flows.runners import parallel
 from judgeaudit.config import Params, Scale, load_params
-from tasks.cache import artifact_cache
-from tests.conftest import recorded_task_states
+from judgeaudit.report.machine import machine
+from tasks.cache import artifact_cache, runtime
+from tests.conftest import ROOT, recorded_task_states
 
 
 def _task() -> None:
@@ -70,3 +76,50 @@ def test_tasks_in_worker_processes_are_cached(prefect_server, tiny_params_file):
         forced = _doubling(params, return_state=True)
     assert forced.result() == [2, 4]
     assert task_states(forced) == ["Completed", "Completed"]
+
+
+def test_a_table_in_another_row_order_is_another_input():
+    """DVC hashes a table's file, so the same rows reordered upstream rerun the stage; its
+    tasks must not then serve the result made from the old order (they did: the key summed
+    the rows' hashes)."""
+    key = artifact_cache(("seed",)).cache_key_fn
+    ctx = SimpleNamespace(task=SimpleNamespace(fn=_task))
+    table = pd.DataFrame({"prompt_id": [1, 2, 3], "answer": ["a", "b", "c"]})
+    same = key(ctx, {"rows": table.copy()})
+    assert same == key(ctx, {"rows": table})
+    assert same != key(ctx, {"rows": table.iloc[::-1].reset_index(drop=True)})
+    assert same != key(ctx, {"rows": table.astype({"prompt_id": "float64"})})
+    assert same != key(ctx, {"rows": table.rename(columns={"answer": "response"})})
+
+
+def test_the_runtime_in_the_key_is_what_the_report_records():
+    """The key's runtime names the machine the report names, and the versions installed."""
+    here, report = runtime(), machine()
+    assert here["cpu"] == report["cpu"] and here["cores"] == report["cores"]
+    for name, installed in report["packages"].items():
+        assert here["packages"][name] == installed, name
+    assert len(here["cpu_flags"]) == 64
+
+
+_KEY = """
+from types import SimpleNamespace
+from tasks.cache import artifact_cache
+from tests.test_task_cache import _task
+print(artifact_cache(("seed",)).cache_key_fn(SimpleNamespace(task=SimpleNamespace(fn=_task)), {"x": 1}))
+"""
+
+
+def test_another_runtime_makes_another_key():
+    """A result storage shared by two runtimes (a home folder on two machines, two virtual
+    environments) serves each only its own results: here, a setting that moves torch's
+    thread split (and so the rounding of its reductions) changes every key."""
+    def key(**env: str) -> str:
+        base = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "ATEN_CPU_CAPABILITY")}
+        out = subprocess.run([sys.executable, "-c", _KEY], cwd=ROOT, check=True,
+                             capture_output=True, text=True, env={**base, "PYTHONPATH": str(ROOT), **env})
+        return out.stdout.strip()
+
+    plain = key()
+    assert len(plain) == 64 and plain == key()
+    assert key(OMP_NUM_THREADS="1") != plain
+    assert key(ATEN_CPU_CAPABILITY="default") not in (plain, key(OMP_NUM_THREADS="1"))
