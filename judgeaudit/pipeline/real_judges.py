@@ -99,11 +99,18 @@ def make_embedder(settings: VerdictAuditSettings, steps: Steps | None = None
                   ) -> Callable[[list[str]], np.ndarray]:
     """The PU audit's F(x, o): the frozen encoder, through the on-disk cache (a step of
     ``steps`` per batch it encodes)."""
-    from judgeaudit.models.embedding_cache import EmbeddingCache
-    from judgeaudit.models.encoder import Encoder
+    from importlib.metadata import version
 
-    cache = EmbeddingCache(lambda: Encoder(settings.encoder, max_length=settings.max_length),
-                           f"{settings.encoder}|{settings.max_length}", settings.cache_dir)
+    from judgeaudit.models.embedding_cache import EmbeddingCache
+    from judgeaudit.models.encoder import Encoder, weights_identity
+    from judgeaudit.report.machine import cpu_model
+
+    # the vectors' bits: the weights as they are now (a checkpoint rebuilt in place must not
+    # be served its old vectors), the truncation, and what rounds them (torch, the CPU)
+    identity = "|".join([settings.encoder, str(settings.max_length), weights_identity(settings.encoder),
+                         f"torch {version('torch')}", cpu_model()])
+    cache = EmbeddingCache(lambda: Encoder(settings.encoder, max_length=settings.max_length), identity,
+                           settings.cache_dir)
     return lambda texts: cache.embed(texts, steps)
 
 
