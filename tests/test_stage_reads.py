@@ -3,7 +3,8 @@ under strace, every file a stage's processes (its workers included) open for rea
 data/ attributed to the stage, and each must be among the stage's deps or its own outs. A
 file read but not declared leaves `dvc status` saying "up to date" over a stale stage: the
 respond stage read the base model of its in-context students (data/models) undeclared, so a
-default with only ICL students kept the old base's answers after the base changed."""
+config with only ICL students kept the old base's answers after an edit to bootstrap's own code
+(its corpus, say) rebuilt the base."""
 
 from __future__ import annotations
 
