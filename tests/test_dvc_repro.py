@@ -11,7 +11,6 @@ import contextlib
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,7 +21,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.conftest import ROOT, TINY_TABLES, write_tiny_params
+from tests.conftest import TINY_TABLES
+from tests.tiny import tiny_repo
 
 pytestmark = pytest.mark.slow
 
@@ -96,16 +96,10 @@ def _ran(log: str) -> set[str]:
 
 
 def test_dvc_repro(prefect_server, request, tmp_path):
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    for item in ("dvc.yaml", "judgeaudit", "flows", "tasks"):
-        src = ROOT / item
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, repo / item)
     # the flow run's config (tiny_audit), on one process where the flow runs a pool of two:
     # `scale` is not among any stage's params (DVC would not rerun a stage for it), so it
     # must not change a bit of the tables
-    write_tiny_params(repo / "params.yaml", processes=1)
-    _sh("git", "init", "-q", cwd=repo)
+    repo = tiny_repo(tmp_path / "repo", processes=1)
     _sh("dvc", "init", "-q", cwd=repo)
 
     trace = tmp_path / "params-read.jsonl"

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import ROOT, write_tiny_params
+from tests.tiny import tiny_repo
 
 
 def _can_trace() -> bool:
@@ -81,14 +81,9 @@ def _paths(entries: list) -> list[str]:
 
 
 def test_every_file_a_stage_reads_is_among_its_deps(tmp_path):
-    repo, traces = tmp_path / "repo", tmp_path / "strace"
-    repo.mkdir()
+    repo = tiny_repo(tmp_path / "repo", processes=2)  # the workers' reads are the stage's too
+    traces = tmp_path / "strace"
     traces.mkdir()
-    for item in ("dvc.yaml", "judgeaudit", "flows", "tasks"):
-        src = ROOT / item
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, repo / item)
-    write_tiny_params(repo / "params.yaml", processes=2)  # the workers' reads are the stage's too
-    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     bindir = str(Path(sys.executable).parent)
     # one process per stage (no warm process, whose forks would not descend from the stage's
     # command) and a task cache of its own, so that every task runs and reads

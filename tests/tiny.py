@@ -4,6 +4,8 @@ module, free of conftest.py's session settings, so that bench/warm_stages.py can
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import yaml
@@ -82,3 +84,16 @@ def tiny_params(processes: int = 1) -> dict:
 def write_tiny_params(path: Path, processes: int = 1) -> Path:
     path.write_text(yaml.safe_dump(tiny_params(processes), sort_keys=False))
     return path
+
+
+def tiny_repo(repo: Path, processes: int = 1) -> Path:
+    """A git repository at ``repo`` holding the stages (dvc.yaml and the code they run) and
+    the tiny params: where a test runs the tiny `dvc repro` (DVC is initialised by the caller,
+    with the environment it runs DVC in)."""
+    repo.mkdir(parents=True)
+    for item in ("dvc.yaml", "judgeaudit", "flows", "tasks"):
+        src = ROOT / item
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, repo / item)
+    write_tiny_params(repo / "params.yaml", processes=processes)
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    return repo
