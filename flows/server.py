@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from judgeaudit.workers import die_with_parent
+from judgeaudit.workers import die_with_parent, running
 
 
 def free_port() -> int:
@@ -81,14 +81,6 @@ def _stat(pid: int) -> tuple[str, int, int]:
     """(state, parent pid, start time in clock ticks since boot) from /proc."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return fields[0], int(fields[1]), int(fields[19])
-
-
-def _running(pid: int) -> bool:
-    """Whether ``pid`` runs (neither gone nor a zombie)."""
-    try:
-        return _stat(pid)[0] != "Z"
-    except (OSError, IndexError, ValueError):
-        return False
 
 
 def _alive(owner: tuple[int, int]) -> bool:
@@ -283,7 +275,7 @@ def prefect_api(reserved: str | None = None, startup_timeout_s: float = 180.0,
         while True:
             if server is not None and server.poll() is not None:
                 raise RuntimeError(f"the temporary Prefect server exited with code {server.returncode}")
-            if shared is not None and not _running(shared):
+            if shared is not None and not running(shared):
                 raise RuntimeError(f"the Prefect server this DVC run's stages share (pid {shared}) exited; "
                                    f"its log is in {_records()}")
             if _healthy(url):

@@ -27,7 +27,7 @@ from prefect.cache_policies import CacheKeyFnPolicy
 
 from flows.deps import ROOT, library_closure, module_file
 from judgeaudit.config import Params
-from judgeaudit.report.machine import cpu_model
+from judgeaudit.report.machine import cpu_flags, cpu_model
 
 # what writes or computes the tables beyond the project's own requirements (model files, chat
 # templates), and the numeric stack named even where the project's metadata is not installed
@@ -91,17 +91,6 @@ def written(path: Path, artifacts: str | None = None) -> bool:
     return any(m.is_file() or any(f.is_file() for f in m.rglob("*")) for m in matches)
 
 
-def _cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
-    """The first processor's instruction-set flags (Linux; empty elsewhere): what torch's
-    kernel dispatch reads, beyond the model name a virtual machine may mask."""
-    try:
-        text = cpuinfo.read_text()
-    except OSError:
-        return ""
-    found = re.search(r"^(?:flags|Features)\s*:(.*)$", text, re.MULTILINE)
-    return " ".join(sorted(found.group(1).split())) if found else ""
-
-
 def _gpus(root: Path = Path("/proc/driver/nvidia/gpus")) -> list[str]:
     """The NVIDIA GPUs' models from the driver's files, without initialising CUDA here (a
     process that forks its workers must not)."""
@@ -137,7 +126,7 @@ def runtime() -> dict[str, Any]:
         except PackageNotFoundError:
             versions[name] = None
     return {"packages": versions, "cpu": cpu_model(),
-            "cpu_flags": hashlib.sha256(_cpu_flags().encode()).hexdigest(), "cores": os.cpu_count(),
+            "cpu_flags": hashlib.sha256(cpu_flags().encode()).hexdigest(), "cores": os.cpu_count(),
             "gpus": _gpus(), "python": f"{platform.python_implementation()} {platform.python_version()}",
             "system": f"{platform.system()} {platform.machine()}",
             "env": {k: os.environ[k] for k in _NUMERIC_ENV if k in os.environ}}

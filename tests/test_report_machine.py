@@ -3,7 +3,7 @@ one machine, not across CPUs)."""
 
 from __future__ import annotations
 
-from judgeaudit.report.machine import cpu_model, machine
+from judgeaudit.report.machine import cpu_flags, cpu_model, machine
 
 
 def test_cpu_model_is_read_from_cpuinfo(tmp_path):
@@ -13,6 +13,15 @@ def test_cpu_model_is_read_from_cpuinfo(tmp_path):
                     "model name\t: other\n")
     assert cpu_model(info) == "AMD EPYC (cpu family 25, model 1, stepping 1)"
     assert cpu_model(tmp_path / "absent")  # falls back to what platform knows, never empty
+
+
+def test_cpu_flags_are_the_first_processors_sorted(tmp_path):
+    x86, arm = tmp_path / "x86", tmp_path / "arm"
+    x86.write_text("processor\t: 0\nflags\t\t: sse2 avx512f fpu\n\nprocessor\t: 1\nflags\t\t: fpu\n")
+    arm.write_text("processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd sve\n\n")
+    assert cpu_flags(x86) == "avx512f fpu sse2"
+    assert cpu_flags(arm) == "asimd fp sve"
+    assert cpu_flags(tmp_path / "absent") == ""
 
 
 def test_machine_records_the_numeric_stack():

@@ -12,7 +12,7 @@ from pathlib import Path
 _PACKAGES = ("torch", "transformers", "trl", "numpy", "scipy", "scikit-learn", "pot")
 
 
-def _cpuinfo(cpuinfo: Path) -> dict[str, str]:
+def cpuinfo_fields(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, str]:
     """The first processor's fields of a Linux ``/proc/cpuinfo`` (empty elsewhere)."""
     fields: dict[str, str] = {}
     try:
@@ -29,10 +29,17 @@ def _cpuinfo(cpuinfo: Path) -> dict[str, str]:
 def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     """The CPU's model name with its family/model/stepping where known: virtual machines
     often mask the name ("AMD EPYC"), and the numbers still tell two generations apart."""
-    fields = _cpuinfo(cpuinfo)
+    fields = cpuinfo_fields(cpuinfo)
     name = fields.get("model name") or platform.processor() or platform.machine()
     ids = [f"{k} {fields[k]}" for k in ("cpu family", "model", "stepping") if k in fields]
     return f"{name} ({', '.join(ids)})" if ids else name
+
+
+def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The first processor's instruction-set flags, sorted (x86 ``flags``, Arm ``Features``;
+    empty elsewhere): what torch's kernel dispatch reads, beyond a name a VM may mask."""
+    fields = cpuinfo_fields(cpuinfo)
+    return " ".join(sorted((fields.get("flags") or fields.get("features") or "").split()))
 
 
 def machine() -> dict:
