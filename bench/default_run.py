@@ -53,6 +53,40 @@ def busy_seconds() -> float:
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
+def host_speed(seconds: float = 5.0) -> float:
+    """Training steps per second of one fixed workload on one thread: a Llama of the default's
+    `small` size (2 layers, hidden 128), batch 16 x 64 tokens, seeded. The same code ran the
+    default in 13.4 and 10.5 min on one VM four hours apart; measured beside a run, this says
+    whether the hour was slow, so that two runs compare by work as well as by clock."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(vocab_size=1024, hidden_size=128, intermediate_size=256,
+                                         num_hidden_layers=2, num_attention_heads=4,
+                                         max_position_embeddings=256))
+    optimiser = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    ids = torch.randint(0, 1024, (16, 64))
+
+    def step() -> None:
+        model(input_ids=ids, labels=ids).loss.backward()
+        optimiser.step()
+        optimiser.zero_grad()
+
+    try:
+        for _ in range(3):  # allocator and kernel selection
+            step()
+        steps, started = 0, time.perf_counter()
+        while time.perf_counter() - started < seconds:
+            step()
+            steps += 1
+        return steps / (time.perf_counter() - started)
+    finally:
+        torch.set_num_threads(threads)
+
+
 @contextlib.contextmanager
 def result_storage(fresh: bool = True) -> Iterator[dict[str, str]]:
     """The environment for a run's Prefect result storage: an empty one of its own, as a fresh
@@ -126,6 +160,7 @@ def main() -> int:
     if args.seed is not None:
         reseed(repo / "params.yaml", args.seed)
     try:
+        speed_before = host_speed()
         with result_storage(fresh=not args.prefect_cache) as env:
             stages, total, status = timed_repro(repo, args.dvc_args, env)
             if status:
@@ -139,6 +174,8 @@ def main() -> int:
         print(f"| **all {len(stages)} stages** | **{total:.0f}** ({total / 60:.1f} min) | | {mean_cores:.2f} |")
         print(f"second `dvc repro` (nothing to do): {again:.1f} s, exit {status}")
         print("Prefect's result storage: " + ("this machine's" if args.prefect_cache else "an empty one"))
+        print(f"host speed (bench/default_run.py host_speed, one-thread training steps/s): "
+              f"{speed_before:.1f} before the run, {host_speed():.1f} after")
         if args.seed is not None:
             judgeaudit = Path(sys.executable).with_name("judgeaudit")
             subprocess.run([str(judgeaudit), "effects", str(ROOT / "data"), "--reseeded", str(repo / "data")])
