@@ -217,6 +217,17 @@ def test_effects_of_the_run_and_a_run_that_loses_some(tiny_audit, tmp_path, caps
     metrics = [e for e in found.values() if e.where.startswith("metrics:") and e.sign]
     prefix = [e for e in found.values() if e.where.startswith("prefix:") and e.sign]
     assert metrics and prefix and any(e.sign > 0 and "pls" in e.where for e in metrics)
+    # the report's metrics.json (dvc.yaml's metrics): every interval, the ones in summaries'
+    # lists of rows included, by stage and the name `judgeaudit effects` gives it
+    written = json.loads((root / "report" / "metrics.json").read_text())
+    assert sum(len(rows) for rows in written.values()) == len(found)
+    for where, effect in found.items():
+        stage, _, path = where.partition(": ")
+        entry = written[stage][path]
+        for field in ("ci_low", "ci_high", "n"):  # JSON writes an undefined (NaN) bound as null
+            ours = getattr(effect, field)
+            assert entry.get(field) == ours or (entry.get(field) is None and ours != ours), (where, field)
+    assert any("[" in path for path in written["prefix"])  # rows of a list, keyed by their text fields
     assert main(["effects", str(root), "--against", str(root)]) == 0
     assert "keeps every effect" in capsys.readouterr().out
 

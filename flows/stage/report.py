@@ -11,7 +11,9 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
 from flows.common import read
 from judgeaudit.layout import Layout
+from judgeaudit.report.effects import as_metrics, find_effects
 from judgeaudit.report.leakage_report import summary_table, write_report
+from judgeaudit.tables import write_json
 
 
 @flow(name="report")
@@ -69,6 +71,8 @@ def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
     paths = write_report(wr, pls, summary, responses, layout.report, boat=boat, pu=pu, prefix=prefix,
                          robustness=robust, score_range=score_range, judges=judges, leaderboard=leaderboard,
                          studies=studies)
+    # every stage's intervals, keyed by row: what `dvc metrics diff` and `dvc exp show` compare
+    write_json(as_metrics(find_effects(layout.root)), layout.report / "metrics.json")
     table = summary_table(pls)
     create_markdown_artifact(key="preference-leakage",
                              markdown="# Preference leakage (PLS, 95% CI, n prompts)\n\n"

@@ -81,3 +81,16 @@ def reproducible(reference: dict[str, Effect], reseeded: dict[str, Effect]) -> d
     lose (``lost``): the ones a smaller run can be held to."""
     fragile = {ref.where for ref, _ in lost(reference, reseeded)}
     return {where: ref for where, ref in reference.items() if ref.sign and where not in fragile}
+
+
+def as_metrics(effects: dict[str, Effect]) -> dict[str, dict[str, dict[str, float | int]]]:
+    """Every interval as DVC metrics, ``{stage: {path: {estimate, ci_low, ci_high, n}}}``
+    (known fields only), named as ``judgeaudit effects`` names them. Most summaries hold
+    their figures in lists of rows, which `dvc metrics` and `dvc exp show` skip: keyed by
+    row, a sweep such as ``dvc exp run -S pu.eta=0.3`` shows what it moved."""
+    out: dict[str, dict[str, dict[str, float | int]]] = {}
+    for where, e in sorted(effects.items()):
+        stage, _, path = where.partition(": ")
+        fields = {"estimate": e.estimate, "ci_low": e.ci_low, "ci_high": e.ci_high, "n": e.n}
+        out.setdefault(stage, {})[path] = {k: v for k, v in fields.items() if v is not None}
+    return out
