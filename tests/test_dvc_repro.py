@@ -169,6 +169,12 @@ def test_dvc_repro(prefect_server, request, tmp_path):
     assert intervals["baseline"]["robustness"] != intervals["normalise-sum"]["robustness"]
     diff = _sh("dvc", "metrics", "diff", "--json", cwd=repo, stdout_only=True)
     assert "data/metrics/summary.json" in json.loads(diff)  # workspace (the experiment) vs HEAD
+    # dvc.yaml's data plots: the experiment's PLS bars over the baseline's, from the same file
+    plots = json.loads(_sh("dvc", "plots", "diff", "HEAD", "--json", cwd=repo, stdout_only=True))["data"]
+    bars = plots["data/report/plots/pls_by_tier.json"][0]["content"]["data"]["values"]
+    cells = {rev: sorted(bar["cell"] for bar in bars if bar["rev"] == rev) for rev in ("HEAD", "workspace")}
+    assert {bar["rev"] for bar in bars} == set(cells) and cells["HEAD"] == cells["workspace"]
+    assert "same / SFT" in cells["HEAD"] and all(bar["n"] > 0 for bar in bars)  # one bar per tier and method
 
     glm = repo / "judgeaudit" / "audits" / "length_control.py"
     glm.write_text(glm.read_text() + "\n# an edit\n")

@@ -56,6 +56,12 @@ def test_full_audit_flow(tiny_audit):
     assert consistency["ci_low"] <= consistency["estimate"] <= consistency["ci_high"]
     assert "verdict pairs over 16 prompts" in (first / "report/report.html").read_text()
     assert (first / "report/pls_by_tier.png").stat().st_size > 1000
+    # the figure's data, for dvc.yaml's plots: the PLS of each tier and method, as computed
+    plotted = (first / "report/plots/pls_by_tier.json").read_text()
+    bars = pd.DataFrame(json.loads(plotted, parse_constant=_not_json))
+    cells = pls[pls.scope == "method"].merge(bars, on=["tier", "method"], suffixes=("", "_plotted"))
+    assert len(cells) == len(bars) == (pls.scope == "method").sum() == 9  # 3 tiers x 3 methods
+    assert (cells.estimate == cells.estimate_plotted).all() and (cells.n == cells.n_plotted).all()
     studies = json.loads((first / "leakage_studies/summary.json").read_text())
     mixing = pd.DataFrame(studies["mixing"]["points"])
     assert list(mixing.share) == [0.25, 1.0] and (mixing.n == 16).all()

@@ -19,6 +19,12 @@ from judgeaudit.report.judge_report import STYLE, _fmt, _saved  # noqa: E402
 from judgeaudit.report.self_preference_report import self_preference_section  # noqa: E402
 
 
+def raw_vs_controlled_data(board: pd.DataFrame) -> pd.DataFrame:
+    """Per model: raw, length- and style-controlled win rates (%) and whether it was flagged
+    as gamed: what ``plot_raw_vs_controlled`` draws, and the data of dvc.yaml's plot."""
+    return board[["model", "win_rate", "lc_win_rate", "sc_win_rate", "flagged"]].reset_index(drop=True)
+
+
 def plot_raw_vs_controlled(board: pd.DataFrame, path: Path) -> Path:
     fig, axes = plt.subplots(1, 2, figsize=(12, 5.2))
     for ax, col, title in ((axes[0], "lc_win_rate", "length-controlled"), (axes[1], "sc_win_rate", "style-controlled")):

@@ -402,10 +402,21 @@ def _probe_section(probe: dict | None, out_dir: Path) -> str:
             + _fmt(rates[[c for c in cols if c in rates]]))
 
 
+def pls_plot_data(pls: pd.DataFrame) -> pd.DataFrame:
+    """PLS per association tier and method, its CI and n, tiers in TIER_ORDER: what
+    ``plot_pls`` draws, and the data of dvc.yaml's PLS plot (``dvc plots diff`` overlays
+    experiments)."""
+    cells = pls[(pls.scope == "method") & pls.tier.isin(TIER_ORDER)]
+    cells = cells.assign(rank=cells.tier.map(TIER_ORDER.index)).sort_values(["rank", "method"], kind="stable")
+    return pd.DataFrame({"cell": cells.tier + " / " + cells.method.str.upper(), "tier": cells.tier,
+                         "method": cells.method, "estimate": cells.estimate, "ci_low": cells.ci_low,
+                         "ci_high": cells.ci_high, "n": cells.n}).reset_index(drop=True)
+
+
 def plot_pls(pls: pd.DataFrame, path: Path) -> Path:
     """Bar chart: PLS per association tier and method, with CI whiskers."""
-    cells = pls[pls.scope == "method"]
-    tiers = [t for t in TIER_ORDER if t in set(cells.tier)]
+    cells = pls_plot_data(pls)
+    tiers = list(dict.fromkeys(cells.tier))
     methods = sorted(set(cells.method))
     fig, ax = plt.subplots(figsize=(7, 3.6))
     width = 0.8 / max(len(methods), 1)
