@@ -12,8 +12,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from flows.common import read
 from judgeaudit.layout import Layout
 from judgeaudit.report.effects import as_metrics, find_effects
-from judgeaudit.report.leaderboard_report import raw_vs_controlled_data
-from judgeaudit.report.leakage_report import pls_plot_data, summary_table, write_report
+from judgeaudit.report.leakage_report import summary_table, write_report
 from judgeaudit.tables import write_json
 
 
@@ -72,13 +71,8 @@ def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
     paths = write_report(wr, pls, summary, responses, layout.report, boat=boat, pu=pu, prefix=prefix,
                          robustness=robust, score_range=score_range, judges=judges, leaderboard=leaderboard,
                          studies=studies)
-    # every stage's intervals, keyed by row: what `dvc metrics diff` and `dvc exp show` compare;
-    # and the data of the figures dvc.yaml's plots draw, which `dvc plots diff` overlays
+    # every stage's intervals, keyed by row: what `dvc metrics diff` and `dvc exp show` compare
     write_json(as_metrics(find_effects(layout.root)), layout.report / "metrics.json")
-    write_json(pls_plot_data(pls).to_dict("records"), layout.report / "plots" / "pls_by_tier.json")
-    if leaderboard and leaderboard["board"] is not None:
-        write_json(raw_vs_controlled_data(leaderboard["board"]).to_dict("records"),
-                   layout.report / "plots" / "raw_vs_controlled.json")
     table = summary_table(pls)
     create_markdown_artifact(key="preference-leakage",
                              markdown="# Preference leakage (PLS, 95% CI, n prompts)\n\n"

@@ -17,6 +17,7 @@ import pandas as pd  # noqa: E402
 from judgeaudit.audits.position_one_order import POOLED  # noqa: E402
 from judgeaudit.report.judge_report import STYLE, _fmt, _saved  # noqa: E402
 from judgeaudit.report.self_preference_report import self_preference_section  # noqa: E402
+from judgeaudit.tables import write_json  # noqa: E402
 
 
 def raw_vs_controlled_data(board: pd.DataFrame) -> pd.DataFrame:
@@ -26,6 +27,7 @@ def raw_vs_controlled_data(board: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot_raw_vs_controlled(board: pd.DataFrame, path: Path) -> Path:
+    board = raw_vs_controlled_data(board)
     fig, axes = plt.subplots(1, 2, figsize=(12, 5.2))
     for ax, col, title in ((axes[0], "lc_win_rate", "length-controlled"), (axes[1], "sc_win_rate", "style-controlled")):
         colours = np.where(board.flagged, "crimson", "steelblue")
@@ -155,6 +157,7 @@ def leaderboard_section(board: pd.DataFrame, summary: dict, out_dir: Path, stage
         notes = summary.get("notes", [])
         return (("<h2>Leaderboard</h2>" + "".join(f"<p>{html.escape(n)}</p>" for n in notes)) if notes else "") + judges
     png = plot_raw_vs_controlled(board, out_dir / "leaderboard_raw_vs_controlled.png")
+    write_json(raw_vs_controlled_data(board).to_dict("records"), out_dir / "plots" / "raw_vs_controlled.json")
     position_file = Path(stage_dir or out_dir) / "position.parquet"
     position = pd.read_parquet(position_file) if stage_dir is not None and position_file.exists() else None
     position_png = (plot_position(position, out_dir / "leaderboard_position.png").name

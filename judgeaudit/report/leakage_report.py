@@ -521,8 +521,9 @@ def write_report(wr: pd.DataFrame, pls: pd.DataFrame, summary: dict, responses: 
                  prefix: dict | None = None, robustness: dict | None = None,
                  score_range: dict | None = None, judges: dict | None = None,
                  leaderboard: dict | None = None, studies: dict | None = None) -> dict[str, Path]:
-    """Write report.html, report.json and the plots into ``out_dir``. ``judges``: the real
-    judges' leaderboard (card, reproduction, pu, headline, notes, comparison, strategies), shown first."""
+    """Write report.html, report.json and the plots into ``out_dir``, with the data of the plots
+    dvc.yaml declares under ``out_dir/plots``. ``judges``: the real judges' leaderboard (card,
+    reproduction, pu, headline, notes, comparison, strategies), shown first."""
     out_dir.mkdir(parents=True, exist_ok=True)
     made_on = machine()
     judges_html = ""
@@ -538,6 +539,7 @@ def write_report(wr: pd.DataFrame, pls: pd.DataFrame, summary: dict, responses: 
                                                leaderboard.get("dir"))
     prefix_html = _prefix_section(prefix, out_dir)
     pls_png = plot_pls(pls, out_dir / "pls_by_tier.png")
+    write_json(pls_plot_data(pls).to_dict("records"), out_dir / "plots" / "pls_by_tier.json")
     wr_png = plot_win_rates(wr, out_dir / "win_rates.png")
     pairs = pls[pls.scope == "pair"][["tier", "method", "student_base", "generator_i", "generator_j",
                                       "judge_i", "judge_j", "wr_ii", "wr_ij", "estimate", "ci_low",
