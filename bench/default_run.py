@@ -9,6 +9,9 @@ checkout's, stage by stage (same outputs = the run reproduces).
     python bench/default_run.py --keep          # keep the clone for inspection
     python bench/default_run.py --seed 2024     # the same run under another seed, and which of
                                                 # this checkout's data/ effects it repeats
+    python bench/default_run.py --dispatch compatible --against bench/reference/default-outs-compatible-amd-26-2.json
+                                                # under cpu_dispatch compatible, against another CPU's
+                                                # outputs (--write-outs wrote them there)
     python bench/default_run.py --prefect-cache # as a rerun on this machine: tasks may be served
                                                 # from Prefect's result storage (~/.prefect/storage)
 
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -37,6 +41,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import yaml
+
+from judgeaudit.dispatch import SETTINGS
+from judgeaudit.report.machine import cpu_model
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNNING = re.compile(r"Running stage '([^']+)'")
@@ -133,12 +140,17 @@ def lock_outs(lock: Path) -> dict[str, dict[str, str]]:
     return {name: {o["path"]: o["md5"] for o in s.get("outs", [])} for name, s in stages.items()}
 
 
-def reseed(params: Path, seed: int) -> None:
-    """Set params.yaml's top-level seed in place (a line edit: its comments stay)."""
-    text, n = re.subn(r"(?m)^seed: *\d+ *$", f"seed: {seed}", params.read_text())
+def set_param(params: Path, key: str, value: object) -> None:
+    """Set a top-level value of params.yaml in place (a line edit: its comments stay)."""
+    text, n = re.subn(rf"(?m)^{key}: *[^\s#]+ *$", f"{key}: {value}", params.read_text())
     if n != 1:
-        raise SystemExit(f"{params}: no single top-level `seed:` line to set")
+        raise SystemExit(f"{params}: no single top-level `{key}:` line to set")
     params.write_text(text)
+
+
+def reference_outs(path: Path) -> dict[str, dict[str, str]]:
+    """{stage: {out path: md5}} of a dvc.lock, or of a JSON file --write-outs wrote."""
+    return json.loads(path.read_text())["stages"] if path.suffix == ".json" else lock_outs(path)
 
 
 def main() -> int:
@@ -147,18 +159,27 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the fresh clone")
     ap.add_argument("--seed", type=int, help="run the clone's params.yaml under this seed, then compare its "
                                              "effects with this checkout's data/ (judgeaudit effects --reseeded)")
+    ap.add_argument("--dispatch", choices=sorted(SETTINGS),
+                    help="run the clone's params.yaml under this cpu_dispatch (judgeaudit/dispatch.py)")
+    ap.add_argument("--against", type=Path, default=ROOT / "dvc.lock",
+                    help="the outputs to compare the clone's with: a dvc.lock or a --write-outs file "
+                         "(default: this checkout's dvc.lock)")
+    ap.add_argument("--write-outs", type=Path, help="write the clone's outputs' hashes, with this CPU, to a JSON "
+                                                    "file (e.g. under bench/reference, for another CPU's --against)")
     ap.add_argument("--prefect-cache", action="store_true",
                     help="use this machine's Prefect result storage (default: an empty one, as on a fresh "
                          "machine)")
     ap.add_argument("dvc_args", nargs="*", help="after --: arguments for the first dvc repro")
     args = ap.parse_args()
-    if args.seed is not None and args.repo:
-        ap.error("--seed edits the params.yaml of the fresh clone it runs; not with --repo")
+    if (args.seed is not None or args.dispatch) and args.repo:
+        ap.error("--seed and --dispatch edit the params.yaml of the fresh clone it runs; not with --repo")
     repo = args.repo.resolve() if args.repo else ROOT.parent / f"judgeaudit-default-run-{os.getpid()}"
     if not args.repo:
         subprocess.run(["git", "clone", "-q", str(ROOT), str(repo)], check=True)
     if args.seed is not None:
-        reseed(repo / "params.yaml", args.seed)
+        set_param(repo / "params.yaml", "seed", args.seed)
+    if args.dispatch:
+        set_param(repo / "params.yaml", "cpu_dispatch", args.dispatch)
     try:
         speed_before = host_speed()
         with result_storage(fresh=not args.prefect_cache) as env:
@@ -180,10 +201,13 @@ def main() -> int:
             judgeaudit = Path(sys.executable).with_name("judgeaudit")
             subprocess.run([str(judgeaudit), "effects", str(ROOT / "data"), "--reseeded", str(repo / "data")])
         elif not args.repo:
-            ours, theirs = lock_outs(ROOT / "dvc.lock"), lock_outs(repo / "dvc.lock")
+            ours, theirs = reference_outs(args.against), lock_outs(repo / "dvc.lock")
             differ = sorted(s for s in theirs if ours.get(s) != theirs[s])
-            print(f"outputs equal to this checkout's dvc.lock: {len(theirs) - len(differ)} of {len(theirs)} stages"
+            print(f"outputs equal to {args.against}: {len(theirs) - len(differ)} of {len(theirs)} stages"
                   + (f"; differ: {', '.join(differ)}" if differ else ""))
+        if args.write_outs:
+            args.write_outs.write_text(json.dumps({"cpu": cpu_model(), "cpu_dispatch": args.dispatch or "default",
+                                                   "stages": lock_outs(repo / "dvc.lock")}, indent=1) + "\n")
         return status
     finally:
         if not args.repo and not args.keep:

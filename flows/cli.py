@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from flows.run import add_arguments, run  # sets the environment before any import
+from flows.run import add_arguments, apply_dispatch, run  # sets the environment before any import
 
 if TYPE_CHECKING:  # pandas loads only when a command needs it
     import pandas as pd
@@ -398,6 +398,8 @@ def _serve(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "run" and (status := apply_dispatch(args.params)) is not None:
+        return status
     from judgeaudit.config import ConfigError, load_params
     from judgeaudit.schemas.validate import TableValidationError
     from judgeaudit.tables import InputError

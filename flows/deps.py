@@ -235,16 +235,17 @@ def stage_deps(dvc_yaml: Path = ROOT / "dvc.yaml") -> tuple[dict[str, list[str]]
 def stage_params(name: str) -> list[str]:
     """The params sections stage ``name`` reads, as dvc.yaml lists them: what its tasks'
     cache keys read (``artifact_cache``) and what its flow reads itself (the module's
-    ``PARAMS``). One declaration for both caches: a section is in a task's cache key
-    exactly when DVC reruns the stage for it."""
+    ``PARAMS``, and flows/run.py's: every stage's entry). One declaration for both caches:
+    a section is in a task's cache key exactly when DVC reruns the stage for it."""
     import importlib
 
     from prefect import Task
 
+    from flows.run import PARAMS as ENTRY_PARAMS
     from judgeaudit.config import Params
 
     module = importlib.import_module(f"flows.stage.{name}")
-    sections = set(getattr(module, "PARAMS", ()))
+    sections = set(getattr(module, "PARAMS", ())) | set(ENTRY_PARAMS)
     for obj in vars(module).values():
         if isinstance(obj, Task):
             sections |= set(getattr(obj.cache_policy, "sections", ()))

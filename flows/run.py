@@ -12,6 +12,8 @@ import time
 
 from flows.registry import NAMES as STAGE_NAMES  # the stages, declared once
 
+PARAMS = ("cpu_dispatch",)  # what every stage's entry reads itself (dvc.yaml lists it for each)
+
 # Prefect's ephemeral server needs longer than its default to start on 2 cores, telemetry
 # stays off and Hugging Face's per-load progress bars too (set before anything is imported).
 for _key, _value in {"PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
@@ -27,6 +29,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="one stage (default: the full DAG, every stage in order)")
     parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
     parser.add_argument("--root", default="data", help="data directory (default: data)")
+
+
+def apply_dispatch(params_path: str) -> int | None:
+    """Set the params file's ``cpu_dispatch`` (judgeaudit/dispatch.py) before NumPy and torch
+    load; None where it could, else an exit status, after saying why not."""
+    from judgeaudit import dispatch
+
+    try:
+        dispatch.apply(dispatch.setting_in(params_path))
+    except (ValueError, RuntimeError) as exc:
+        print(f"judgeaudit: error: {params_path}: {exc}", file=sys.stderr)
+        return 2
+    return None
 
 
 def run(stage: str | None, params_path: str, root: str) -> int:
@@ -79,11 +94,13 @@ def main(argv: list[str] | None = None) -> int:
     from flows.warm import hand_over
 
     argv = sys.argv[1:] if argv is None else argv
-    if (status := hand_over(argv)) is not None:  # under DVC, a later stage: run by the warm process
-        return status
     parser = argparse.ArgumentParser(prog="python -m flows.run", description=__doc__.split("\n\n")[0])
     add_arguments(parser)
     args = parser.parse_args(argv)
+    if (status := apply_dispatch(args.params)) is not None:  # so has the warm process the first stage starts
+        return status
+    if (status := hand_over(argv)) is not None:  # under DVC, a later stage: run by the warm process
+        return status
     from judgeaudit.config import ConfigError
     from judgeaudit.schemas.validate import TableValidationError
     from judgeaudit.tables import InputError

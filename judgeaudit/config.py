@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from judgeaudit.dispatch import SETTINGS as DISPATCH_SETTINGS
 from judgeaudit.generation.corpus import CATEGORIES, SUBJECTIVE
 from judgeaudit.generation.styles import STYLES
 from judgeaudit.judging.generative import GENERATIVE_TEMPLATE
@@ -512,6 +513,9 @@ class Scale(_Strict):
 
 class Params(_Strict):
     seed: int
+    # the math libraries' SIMD paths (judgeaudit/dispatch.py): default (fastest) or compatible
+    # (the same bits on Intel and AMD); applied by `python -m flows.run` before they load
+    cpu_dispatch: Literal[tuple(DISPATCH_SETTINGS)] = "default"  # type: ignore[valid-type]
     corpus: Corpus
     embedded: Embedded
     model_defaults: dict = {}

@@ -26,6 +26,7 @@ import pandas as pd
 from prefect.cache_policies import CacheKeyFnPolicy
 
 from flows.deps import ROOT, library_closure, module_file
+from judgeaudit import dispatch
 from judgeaudit.config import Params
 from judgeaudit.report.machine import cpu_flags, cpu_model
 
@@ -34,8 +35,8 @@ from judgeaudit.report.machine import cpu_flags, cpu_model
 _ALSO_RUNTIME = ("safetensors", "jinja2", "torch", "transformers", "tokenizers", "trl", "numpy", "pandas",
                  "pyarrow", "scipy", "scikit-learn", "pot")
 # settings that change which kernels run or how many threads split a reduction
-_NUMERIC_ENV = ("ATEN_CPU_CAPABILITY", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "MKL_CBWR",
-                "CUBLAS_WORKSPACE_CONFIG")
+_NUMERIC_ENV = tuple(sorted({"OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUBLAS_WORKSPACE_CONFIG",
+                             *dispatch.VARIABLES}))  # params.yaml's cpu_dispatch sets these
 # the params sections every model-loading task reads, and how such tasks retry and persist
 MODELS = ("seed", "corpus", "embedded", "models", "model_defaults")
 LOAD = dict(retries=2, retry_delay_seconds=5, persist_result=True, cache_expiration=timedelta(days=30))

@@ -495,6 +495,15 @@ def boat_interventions(boat: dict) -> pd.DataFrame:
                          for k, v in s["per_intervention"].items()])
 
 
+def _reproducible(made_on: dict) -> str:
+    """How far the tables' bits carry, by the run's ``cpu_dispatch`` (judgeaudit/dispatch.py)."""
+    if (made_on.get("cpu_dispatch") or {}).get("MKL_CBWR") == "COMPATIBLE":
+        return ("cpu_dispatch compatible (AVX2, MKL's cross-vendor branch): the bootstrap stage's models "
+                "came out bit-equal on an Intel and an AMD CPU under it")
+    return ("the tables are bitwise reproducible on one kind of CPU, not across CPUs "
+            "(params.yaml's cpu_dispatch)")
+
+
 def _consistency(figure: dict) -> str:
     """The position consistency with its CI and n."""
     return (f"{figure['estimate']:.3f} [{figure['ci_low']:.3f}, {figure['ci_high']:.3f}] "
@@ -559,7 +568,7 @@ eval prompts, {int(summary['confidence'] * 100)}% percentile CIs; n = number of 
 Position consistency of verdicts across the two presentation orders:
 {_consistency(summary['position_consistency'])}.
 Computed on {html.escape(made_on['cpu'])} ({made_on['cores']} cores, {made_on['simd']}; accelerator: {made_on['accelerator'] or 'none'}),
-torch {made_on['packages']['torch']}: the tables are bitwise reproducible on one machine, not across CPUs.</p>
+torch {made_on['packages']['torch']}: {_reproducible(made_on)}.</p>
 <p>PLS &gt; 0 means judges favour the students of the generator they are related to.</p>
 <h2>PLS by association tier</h2>{_fmt(summary_table(pls))}
 <img src="{pls_png.name}" alt="PLS by tier">

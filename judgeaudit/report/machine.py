@@ -9,6 +9,8 @@ import platform
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from judgeaudit import dispatch
+
 _PACKAGES = ("torch", "transformers", "trl", "numpy", "scipy", "scikit-learn", "pot")
 
 
@@ -53,7 +55,7 @@ def machine() -> dict:
         except PackageNotFoundError:
             versions[name] = None
     return {"cpu": cpu_model(), "cores": os.cpu_count(),
-            "simd": torch.backends.cpu.get_cpu_capability(),
+            "simd": torch.backends.cpu.get_cpu_capability(), "cpu_dispatch": dispatch.current(),
             "accelerator": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
             "system": f"{platform.system()} {platform.machine()}", "python": platform.python_version(),
             "packages": versions}
