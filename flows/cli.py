@@ -396,10 +396,21 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_params(argv: list[str]) -> str | None:
+    """The params file of a ``run`` command, read before the full parser, whose choices load
+    NumPy (the params' ``cpu_dispatch`` must be set before it loads); None for the others."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("command", nargs="?")
+    pre.add_argument("--params", default="params.yaml")
+    known, _ = pre.parse_known_args(argv)
+    return known.params if known.command == "run" else None
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    if args.command == "run" and (status := apply_dispatch(args.params)) is not None:
+    argv = sys.argv[1:] if argv is None else argv
+    if (params := _run_params(argv)) and (status := apply_dispatch(params)) is not None:
         return status
+    args = _parser().parse_args(argv)
     from judgeaudit.config import ConfigError, load_params
     from judgeaudit.schemas.validate import TableValidationError
     from judgeaudit.tables import InputError

@@ -82,3 +82,14 @@ def test_every_dvc_stage_declares_the_setting():
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
     assert all("cpu_dispatch" in spec.get("params", []) for spec in stages.values())
     assert yaml.safe_load((ROOT / "params.yaml").read_text())["cpu_dispatch"] in dispatch.SETTINGS
+
+
+def test_judgeaudit_run_applies_it_before_its_parser_loads_numpy(tmp_path):
+    params = yaml.safe_load((ROOT / "params.yaml").read_text()) | {"cpu_dispatch": "compatible"}
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params))
+    done = subprocess.run([sys.executable, "-m", "flows.cli", "run", "report", "--params", str(path),
+                           "--root", str(tmp_path / "empty")], check=False, cwd=ROOT, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
+    assert "must be applied before" not in done.stderr
+    assert done.returncode == 2 and "no win_rates table" in done.stderr  # it got as far as the stage's inputs
