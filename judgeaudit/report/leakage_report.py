@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from judgeaudit.dispatch import SETTINGS  # noqa: E402
 from judgeaudit.report.machine import machine  # noqa: E402
 from judgeaudit.tables import write_json  # noqa: E402
 
@@ -496,8 +497,9 @@ def boat_interventions(boat: dict) -> pd.DataFrame:
 
 
 def _reproducible(made_on: dict) -> str:
-    """How far the tables' bits carry, by the run's ``cpu_dispatch`` (judgeaudit/dispatch.py)."""
-    if (made_on.get("cpu_dispatch") or {}).get("MKL_CBWR") == "COMPATIBLE":
+    """How far the tables' bits carry, by the run's ``cpu_dispatch`` (judgeaudit/dispatch.py): the
+    cross-vendor claim holds for the whole setting only, not for MKL's branch set by hand alone."""
+    if made_on.get("cpu_dispatch") == SETTINGS["compatible"]:
         return ("cpu_dispatch compatible (AVX2, MKL's cross-vendor branch): the bootstrap stage's models "
                 "came out bit-equal on an Intel and an AMD CPU under it")
     return ("the tables are bitwise reproducible on one kind of CPU, not across CPUs "
