@@ -95,22 +95,22 @@ def profile_stage(py_spy: str, repo: Path, stage: str, out: Path, rate: int) -> 
     return time.monotonic() - started, proc.returncode
 
 
+def _row(label: str, wall: str, counts: collections.Counter, rate: int, bold: bool = False) -> str:
+    n, mark = sum(counts.values()) or 1, "**" if bold else ""
+    shares = " | ".join(f"{mark}{100 * counts[k] / n:.0f}%{mark}" for k in [*(k for k, _ in KINDS), OTHER])
+    return f"| {label} | {wall} | {sum(counts.values()) / rate:.0f} | {shares} |"
+
+
 def table(rows: list[tuple[str, float | None, collections.Counter]], rate: int) -> str:
+    """Markdown: per stage its wall seconds, the thread-seconds sampled and each kind's share;
+    then all the stages together."""
     kinds = [k for k, _ in KINDS] + [OTHER]
     lines = ["| stage | wall s | thread-s sampled | " + " | ".join(kinds) + " |",
              "| --- | --- | --- |" + " --- |" * len(kinds)]
-    total: collections.Counter = collections.Counter()
-    wall_sum = 0.0
-    for stage, wall, counts in rows:
-        total.update(counts)
-        wall_sum += wall or 0.0
-        n = sum(counts.values()) or 1
-        lines.append(f"| {stage} | {'' if wall is None else f'{wall:.0f}'} | {sum(counts.values()) / rate:.0f} | "
-                     + " | ".join(f"{100 * counts[k] / n:.0f}%" for k in kinds) + " |")
-    n = sum(total.values()) or 1
-    walls = f"{wall_sum:.0f}" if any(wall is not None for _, wall, _ in rows) else ""
-    lines.append(f"| **all** | {walls} | {n / rate:.0f} | "
-                 + " | ".join(f"**{100 * total[k] / n:.0f}%**" for k in kinds) + " |")
+    lines += [_row(stage, "" if wall is None else f"{wall:.0f}", counts, rate) for stage, wall, counts in rows]
+    walls = [wall for _, wall, _ in rows if wall is not None]
+    total = sum((counts for _, _, counts in rows), collections.Counter())
+    lines.append(_row("**all**", f"{sum(walls):.0f}" if walls else "", total, rate, bold=True))
     return "\n".join(lines)
 
 
