@@ -1,6 +1,6 @@
-"""What every stage's flow shares: reading an earlier stage's table (absent: which stage to
-run first), validating (Great Expectations) and writing its own, and the empty summary of
-an audit left out of params.yaml."""
+"""What every stage's flow shares: its params (with their precision applied), reading an
+earlier stage's table (absent: which stage to run first), validating (Great Expectations)
+and writing its own, and the empty summary of an audit left out of params.yaml."""
 
 from __future__ import annotations
 
@@ -9,9 +9,19 @@ from pathlib import Path
 import pandas as pd
 
 from flows.registry import missing_message
+from judgeaudit import config, precision
 from judgeaudit.layout import Layout
 from judgeaudit.tables import read_table, write_json
 from tasks.io import validate, write
+
+
+def load_params(params_path: str) -> config.Params:
+    """The params file, validated, with its ``precision`` applied to this process and the
+    workers its stage starts (judgeaudit/precision.py): a flow that a deployment or a test
+    runs directly scores as the same flow under `python -m flows.run` does."""
+    params = config.load_params(params_path)
+    precision.apply(params.precision, params.cpu_dispatch)
+    return params
 
 
 def upstream(path: Path, table: str, layout: Layout, required: tuple[str, ...] = ()) -> pd.DataFrame:

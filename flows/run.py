@@ -12,7 +12,7 @@ import time
 
 from flows.registry import NAMES as STAGE_NAMES  # the stages, declared once
 
-PARAMS = ("cpu_dispatch",)  # what every stage's entry reads itself (dvc.yaml lists it for each)
+PARAMS = ("cpu_dispatch", "precision")  # what every stage's entry reads itself (dvc.yaml lists it for each)
 
 # Prefect's ephemeral server needs longer than its default to start on 2 cores, telemetry
 # stays off and Hugging Face's per-load progress bars too (set before anything is imported).
@@ -33,11 +33,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def apply_dispatch(params_path: str) -> int | None:
     """Set the params file's ``cpu_dispatch`` (judgeaudit/dispatch.py) before NumPy and torch
-    load; None where it could, else an exit status, after saying why not."""
-    from judgeaudit import dispatch
+    load, and its ``precision`` (judgeaudit/precision.py); None where it could, else an exit
+    status, after saying why not."""
+    from judgeaudit import dispatch, precision
 
     try:
-        dispatch.apply(dispatch.setting_in(params_path))
+        setting = dispatch.setting_in(params_path)
+        dispatch.apply(setting)
+        precision.apply(dispatch.setting_in(params_path, "precision", "float32"), setting)
     except (ValueError, RuntimeError) as exc:
         print(f"judgeaudit: error: {params_path}: {exc}", file=sys.stderr)
         return 2

@@ -56,14 +56,19 @@ def task_runner(scale: Scale):
                                           "processes": True, "dashboard_address": ":0"})
 
 
-def _one_thread(run_pid: int) -> None:
+def _one_thread(run_pid: int, precision: str) -> None:
     """Worker-process initializer: torch on one intra-op thread (the workers share the
-    cores), and the worker ends when the run that started it is gone: a killed run's
-    workers would otherwise finish their task (minutes of training) and write its outputs
-    while the next run writes the same ones."""
+    cores), the run's precision (a fork server started earlier, by another flow of the
+    process, holds the environment of then), and the worker ends when the run that started
+    it is gone: a killed run's workers would otherwise finish their task (minutes of
+    training) and write its outputs while the next run writes the same ones."""
+    import os
+
+    from judgeaudit.precision import VARIABLE
     from judgeaudit.workers import exit_with
 
     exit_with(run_pid)  # before the long imports
+    os.environ[VARIABLE] = precision
     import torch
 
     torch.set_num_threads(1)
@@ -82,10 +87,12 @@ def parallel(scale: Scale):
     if scale.processes > 1:
         import os
 
+        from judgeaudit import precision
         from judgeaudit.workers import fork_server
 
         pool = _pool_ending_its_workers_on_error(forked=fork_server(WORKER_PRELOAD))
-        return _with_bar(pool)(max_workers=scale.processes, initializer=_one_thread, initargs=(os.getpid(),))
+        return _with_bar(pool)(max_workers=scale.processes, initializer=_one_thread,
+                               initargs=(os.getpid(), precision.current()))
     return _with_bar(_in_process_on_one_thread())(max_workers=1)
 
 

@@ -17,6 +17,7 @@ from judgeaudit.generation.styles import STYLES
 from judgeaudit.judging.generative import GENERATIVE_TEMPLATE
 from judgeaudit.judging.pointwise import SCORE_TEMPLATE
 from judgeaudit.models.spec import ModelSpec
+from judgeaudit.precision import SETTINGS as PRECISION_SETTINGS
 
 TIERS = ("same", "inheritance", "same_family")
 METHODS = ("sft", "dpo", "icl")
@@ -516,6 +517,9 @@ class Params(_Strict):
     # the math libraries' SIMD paths (judgeaudit/dispatch.py): default (fastest) or compatible
     # (the same bits on Intel and AMD); applied by `python -m flows.run` before they load
     cpu_dispatch: Literal[tuple(DISPATCH_SETTINGS)] = "default"  # type: ignore[valid-type]
+    # the models' arithmetic (judgeaudit/precision.py): float32, bfloat16 (mixed), or auto
+    # (bfloat16 where the CPU has bfloat16 instructions); applied by `python -m flows.run`
+    precision: Literal[PRECISION_SETTINGS] = "float32"  # type: ignore[valid-type]
     corpus: Corpus
     embedded: Embedded
     model_defaults: dict = {}
@@ -536,6 +540,14 @@ class Params(_Strict):
     recognition: Recognition | None = Recognition()
     mitigation: Mitigation | None = Mitigation()
     leakage_studies: LeakageStudies | None = None
+
+    @model_validator(mode="after")
+    def _precision_needs_the_cpus_own_kernels(self) -> "Params":
+        if self.precision == "bfloat16" and self.cpu_dispatch != "default":
+            raise ValueError(f"precision: bfloat16 needs cpu_dispatch: default; under {self.cpu_dispatch!r} the "
+                             "math libraries are held to AVX2, where bfloat16 is emulated at about a fifth of "
+                             "float32's speed (give precision: auto or float32)")
+        return self
 
     @model_validator(mode="after")
     def _references(self) -> "Params":

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 _CAPPED = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "OPENBLAS_CORETYPE": "Haswell",
            "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR"}
@@ -62,15 +63,35 @@ def current() -> dict[str, str]:
     return {k: os.environ[k] for k in VARIABLES if k in os.environ}
 
 
-def setting_in(params_path: str) -> str:
-    """The ``cpu_dispatch`` a params file names (``default`` where it names none, or cannot be
-    read: ``load_params`` reports that file's errors with their place)."""
-    from pathlib import Path
-
+def setting_in(params_path: str, key: str = "cpu_dispatch", default: str = "default") -> str:
+    """The ``cpu_dispatch`` (or another top-level ``key``) a params file names (``default``
+    where it names none, or cannot be read: ``load_params`` reports that file's errors with
+    their place)."""
     import yaml
 
     try:
         data = yaml.safe_load(Path(params_path).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError):
-        return "default"
-    return str(data.get("cpu_dispatch", "default")) if isinstance(data, dict) else "default"
+        return default
+    return str(data.get(key, default)) if isinstance(data, dict) else default
+
+
+def cpuinfo_fields(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, str]:
+    """The first processor's fields of a Linux ``/proc/cpuinfo`` (empty elsewhere)."""
+    fields: dict[str, str] = {}
+    try:
+        for line in cpuinfo.read_text().splitlines():
+            if not line.strip():
+                break
+            key, _, value = line.partition(":")
+            fields[key.strip().lower()] = value.strip()
+    except OSError:
+        pass
+    return fields
+
+
+def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The first processor's instruction-set flags, sorted (x86 ``flags``, Arm ``Features``;
+    empty elsewhere): what torch's kernel dispatch reads, beyond a name a VM may mask."""
+    fields = cpuinfo_fields(cpuinfo)
+    return " ".join(sorted((fields.get("flags") or fields.get("features") or "").split()))

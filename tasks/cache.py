@@ -26,9 +26,10 @@ import pandas as pd
 from prefect.cache_policies import CacheKeyFnPolicy
 
 from flows.deps import ROOT, library_closure, module_file
-from judgeaudit import dispatch
+from judgeaudit import dispatch, precision
 from judgeaudit.config import Params
-from judgeaudit.report.machine import cpu_flags, cpu_model
+from judgeaudit.dispatch import cpu_flags
+from judgeaudit.report.machine import cpu_model
 
 # what writes or computes the tables beyond the project's own requirements (model files, chat
 # templates), and the numeric stack named even where the project's metadata is not installed
@@ -36,7 +37,7 @@ _ALSO_RUNTIME = ("safetensors", "jinja2", "torch", "transformers", "tokenizers",
                  "pyarrow", "scipy", "scikit-learn", "pot")
 # settings that change which kernels run or how many threads split a reduction
 _NUMERIC_ENV = tuple(sorted({"OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUBLAS_WORKSPACE_CONFIG",
-                             *dispatch.VARIABLES}))  # params.yaml's cpu_dispatch sets these
+                             *dispatch.VARIABLES, precision.VARIABLE}))  # params.yaml's cpu_dispatch, precision
 # the params sections every model-loading task reads, and how such tasks retry and persist
 MODELS = ("seed", "corpus", "embedded", "models", "model_defaults")
 LOAD = dict(retries=2, retry_delay_seconds=5, persist_result=True, cache_expiration=timedelta(days=30))

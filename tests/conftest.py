@@ -73,6 +73,18 @@ def gone(pid: int, within_s: float = 20) -> bool:
     return not running(pid)
 
 
+@pytest.fixture(autouse=True)
+def _float32_unless_a_run_says():
+    """Each test starts with no precision set (a library call then scores in float32): a
+    test's in-process `judgeaudit run` applies its params' precision to this process's
+    environment, as a stage does, and the next test on this worker must not inherit it."""
+    from judgeaudit.precision import VARIABLE
+
+    os.environ.pop(VARIABLE, None)
+    yield
+    os.environ.pop(VARIABLE, None)
+
+
 @pytest.fixture
 def tiny_params_file(tmp_path: Path) -> Path:
     return write_tiny_params(tmp_path / "params.yaml")

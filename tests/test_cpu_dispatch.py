@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 import cpu_dispatch  # noqa: E402
 
 from judgeaudit.dispatch import SETTINGS, VARIABLES  # noqa: E402
-from judgeaudit.report.machine import cpuinfo_fields  # noqa: E402
+from judgeaudit.dispatch import cpuinfo_fields  # noqa: E402
 
 
 def test_dir_md5_is_dvcs_hash_of_the_directory(tmp_path):

@@ -3,7 +3,8 @@ one machine, not across CPUs)."""
 
 from __future__ import annotations
 
-from judgeaudit.report.machine import cpu_flags, cpu_model, machine
+from judgeaudit.dispatch import cpu_flags
+from judgeaudit.report.machine import cpu_model, machine
 
 
 def test_cpu_model_is_read_from_cpuinfo(tmp_path):

@@ -7,8 +7,8 @@ from pathlib import Path
 import pandas as pd
 from prefect import flow, get_run_logger, task
 
-from flows.common import publish, read
-from judgeaudit.config import Params, load_params
+from flows.common import load_params, publish, read
+from judgeaudit.config import Params
 from judgeaudit.pipeline import audit
 from judgeaudit.layout import Layout
 from judgeaudit.tables import write_json

@@ -8,9 +8,10 @@ from pathlib import Path
 import pandas as pd
 from prefect import flow, task
 
+from flows.common import load_params
 from flows.runners import parallel
 from tasks.io import validate, write
-from judgeaudit.config import Params, load_params
+from judgeaudit.config import Params
 from judgeaudit.pipeline import bootstrap, prompts
 from judgeaudit.layout import Layout
 from judgeaudit.tables import write_json

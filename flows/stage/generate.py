@@ -7,9 +7,9 @@ from pathlib import Path
 import pandas as pd
 from prefect import flow, task
 
-from flows.common import publish, read
+from flows.common import load_params, publish, read
 from flows.runners import tracked
-from judgeaudit.config import Params, load_params
+from judgeaudit.config import Params
 from judgeaudit.pipeline import generate
 from judgeaudit.layout import Layout
 from tasks.cache import LOAD, MODELS, artifact_cache

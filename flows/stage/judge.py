@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 from prefect import flow, task
 
-from flows.common import publish, read
+from flows.common import load_params, publish, read
 from flows.runners import results, task_runner
-from judgeaudit.config import Params, load_params
+from judgeaudit.config import Params
 from judgeaudit import resolve
 from judgeaudit.judging import student_pairs
 from judgeaudit.judging.student_pairs import RosterJudge, comparisons

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger, task
 
-from flows.common import unconfigured
+from flows.common import load_params, unconfigured
 from flows.runners import stage_bar
-from judgeaudit.config import Params, load_params
+from judgeaudit.config import Params
 from judgeaudit.layout import Layout
 from judgeaudit.pipeline.leaderboard import leaderboard_stage
 

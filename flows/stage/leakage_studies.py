@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 from prefect import flow, task
 
-from flows.common import read, unconfigured
+from flows.common import load_params, read, unconfigured
 from flows.runners import parallel
-from judgeaudit.config import Params, load_params
+from judgeaudit.config import Params
 from judgeaudit.layout import Layout
 from judgeaudit.pipeline import leakage_studies as studies
 from judgeaudit.report.leakage_report import plot_leakage_studies

@@ -8,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 from prefect import flow, task
 
-from flows.common import publish, unconfigured
+from flows.common import load_params, publish, unconfigured
 from flows.runners import parallel
-from judgeaudit.config import Params, load_params
+from judgeaudit.config import Params
 from judgeaudit.pipeline import prefix
 from judgeaudit.layout import Layout
 from judgeaudit.tables import write_json

@@ -7,9 +7,9 @@ from pathlib import Path
 import pandas as pd
 from prefect import flow, task
 
-from flows.common import publish, unconfigured
+from flows.common import load_params, publish, unconfigured
 from flows.runners import parallel
-from judgeaudit.config import Params, ScoreJudge, load_params
+from judgeaudit.config import Params, ScoreJudge
 from judgeaudit.pipeline import score_range
 from judgeaudit.layout import Layout
 from judgeaudit.models import ModelSpec

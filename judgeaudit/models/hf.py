@@ -11,6 +11,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from judgeaudit.models.base import LanguageModel, apply_template
 from judgeaudit.models.spec import ModelSpec, require_local
+from judgeaudit.precision import scoring
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -120,7 +121,8 @@ class TransformersModel(LanguageModel):
         ids, _ = self._pad(seqs, right=True)
         width = ids.shape[1]
         span = min(width, max(width - len(s) + k for s, k in zip(seqs, keep)))
-        logits = self.model(input_ids=ids, logits_to_keep=span).logits.float()
+        with scoring(self.device):
+            logits = self.model(input_ids=ids, logits_to_keep=span).logits.float()
         start = width - span  # the position logits[:, 0] is at
         return [logits[row, len(s) - k - start:len(s) - start] for row, (s, k) in enumerate(zip(seqs, keep))]
 

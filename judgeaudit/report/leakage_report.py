@@ -569,7 +569,7 @@ img{{max-width:100%}}</style></head><body>
 eval prompts, {int(summary['confidence'] * 100)}% percentile CIs; n = number of eval prompts per figure.
 Position consistency of verdicts across the two presentation orders:
 {_consistency(summary['position_consistency'])}.
-Computed on {html.escape(made_on['cpu'])} ({made_on['cores']} cores, {made_on['simd']}; accelerator: {made_on['accelerator'] or 'none'}),
+Computed on {html.escape(made_on['cpu'])} ({made_on['cores']} cores, {made_on['simd']}; scoring passes in {made_on['precision']}; accelerator: {made_on['accelerator'] or 'none'}),
 torch {made_on['packages']['torch']}: {_reproducible(made_on)}.</p>
 <p>PLS &gt; 0 means judges favour the students of the generator they are related to.</p>
 <h2>PLS by association tier</h2>{_fmt(summary_table(pls))}

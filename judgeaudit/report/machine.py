@@ -9,23 +9,10 @@ import platform
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from judgeaudit import dispatch
+from judgeaudit import dispatch, precision
+from judgeaudit.dispatch import cpuinfo_fields
 
 _PACKAGES = ("torch", "transformers", "trl", "numpy", "scipy", "scikit-learn", "pot")
-
-
-def cpuinfo_fields(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, str]:
-    """The first processor's fields of a Linux ``/proc/cpuinfo`` (empty elsewhere)."""
-    fields: dict[str, str] = {}
-    try:
-        for line in cpuinfo.read_text().splitlines():
-            if not line.strip():
-                break
-            key, _, value = line.partition(":")
-            fields[key.strip().lower()] = value.strip()
-    except OSError:
-        pass
-    return fields
 
 
 def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
@@ -35,13 +22,6 @@ def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     name = fields.get("model name") or platform.processor() or platform.machine()
     ids = [f"{k} {fields[k]}" for k in ("cpu family", "model", "stepping") if k in fields]
     return f"{name} ({', '.join(ids)})" if ids else name
-
-
-def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
-    """The first processor's instruction-set flags, sorted (x86 ``flags``, Arm ``Features``;
-    empty elsewhere): what torch's kernel dispatch reads, beyond a name a VM may mask."""
-    fields = cpuinfo_fields(cpuinfo)
-    return " ".join(sorted((fields.get("flags") or fields.get("features") or "").split()))
 
 
 def machine() -> dict:
@@ -56,6 +36,7 @@ def machine() -> dict:
             versions[name] = None
     return {"cpu": cpu_model(), "cores": os.cpu_count(),
             "simd": torch.backends.cpu.get_cpu_capability(), "cpu_dispatch": dispatch.current(),
+            "precision": precision.current(),
             "accelerator": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
             "system": f"{platform.system()} {platform.machine()}", "python": platform.python_version(),
             "packages": versions}
