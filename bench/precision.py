@@ -1,6 +1,6 @@
 """float32 vs bfloat16 mixed precision (params.yaml's ``precision``) on the embedded model
-sizes, in one run: seconds per scoring forward pass (64 rows of 40 to 200 tokens, the logits
-of the last 8 positions, as ``TransformersModel._tail_logits`` scores) and per training step
+sizes, in one run: seconds per scoring forward pass (one right-padded batch of 64 rows, 200
+tokens wide, the logits of the last 8 positions, as ``TransformersModel._tail_logits`` scores) and per training step
 (32 rows of 48 tokens, the bootstrap stage's batches of short items: forward, backward and
 AdamW, under autocast as the Trainer's ``bf16`` would run it; the project trains in float32), on
 one torch thread (a stage's worker) unless ``--threads``; the two ways alternate, ``--reps``
@@ -36,19 +36,19 @@ def _model(size: dict, vocab: int, positions: int) -> LlamaForCausalLM:
     return LlamaForCausalLM(config)
 
 
-def _timed(fn, reps: int) -> list[float]:
-    times = []
+def _alternated(fn, reps: int) -> tuple[float, float]:
+    """The median seconds of ``fn("float32")`` and ``fn("bfloat16")``, called in turn."""
+    times: dict[str, list[float]] = {"float32": [], "bfloat16": []}
     for _ in range(reps):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return times
+        for way, seen in times.items():
+            start = time.perf_counter()
+            fn(way)
+            seen.append(time.perf_counter() - start)
+    return statistics.median(times["float32"]), statistics.median(times["bfloat16"])
 
 
 def _scoring(size: dict, vocab: int, positions: int, reps: int) -> tuple[float, float, float, float]:
-    gen = torch.Generator().manual_seed(1)
-    lengths = sorted(torch.randint(40, 201, (64,), generator=gen).tolist(), reverse=True)
-    ids = torch.randint(3, vocab, (64, lengths[0]), generator=gen)
+    ids = torch.randint(3, vocab, (64, 200), generator=torch.Generator().manual_seed(1))
     model = _model(size, vocab, positions).train(False)
 
     @torch.inference_mode()
@@ -58,11 +58,7 @@ def _scoring(size: dict, vocab: int, positions: int, reps: int) -> tuple[float, 
             return torch.log_softmax(model(input_ids=ids, logits_to_keep=8).logits.float(), dim=-1)
 
     diff = (score("float32") - score("bfloat16")).abs()
-    times: dict[str, list[float]] = {"float32": [], "bfloat16": []}
-    for _ in range(reps):
-        for way in times:
-            times[way] += _timed(lambda: score(way), 1)
-    return statistics.median(times["float32"]), statistics.median(times["bfloat16"]), diff.max().item(), diff.mean().item()
+    return (*_alternated(score, reps), diff.max().item(), diff.mean().item())
 
 
 def _training(size: dict, vocab: int, positions: int, reps: int) -> tuple[float, float]:
@@ -80,13 +76,9 @@ def _training(size: dict, vocab: int, positions: int, reps: int) -> tuple[float,
         opt.step()
         opt.zero_grad()
 
-    times: dict[str, list[float]] = {"float32": [], "bfloat16": []}
-    for way in times:
+    for way in runs:
         step(way)  # warm-up: the first step allocates the optimizer's state
-    for _ in range(reps):
-        for way in times:
-            times[way] += _timed(lambda: step(way), 1)
-    return statistics.median(times["float32"]), statistics.median(times["bfloat16"])
+    return _alternated(step, reps)
 
 
 def main() -> None:

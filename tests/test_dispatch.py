@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from judgeaudit import dispatch
+from judgeaudit import dispatch, precision
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -65,8 +65,10 @@ def test_a_setting_applied_after_numpy_loads_is_refused():
     assert _python("import numpy\nfrom judgeaudit import dispatch\ndispatch.apply('default')").returncode == 0
 
 
-def test_a_bad_setting_stops_the_stage_naming_the_params_file(tmp_path):
-    params = yaml.safe_load((ROOT / "params.yaml").read_text()) | {"cpu_dispatch": "sse"}
+@pytest.mark.parametrize("key,bad", [("cpu_dispatch", "sse"), ("precision", "fp8")])
+def test_a_bad_setting_stops_the_stage_naming_the_params_file(tmp_path, key, bad):
+    """Either setting every stage's entry applies itself (precision: judgeaudit/precision.py)."""
+    params = yaml.safe_load((ROOT / "params.yaml").read_text()) | {key: bad}
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump(params))
     done = subprocess.run([sys.executable, "-m", "flows.run", "bootstrap", "--params", str(path),
@@ -74,14 +76,15 @@ def test_a_bad_setting_stops_the_stage_naming_the_params_file(tmp_path):
                           capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
     assert done.returncode == 2
-    assert str(path) in done.stderr and "'sse'" in done.stderr
+    assert str(path) in done.stderr and f"{key}: {bad!r}" in done.stderr
     assert not (tmp_path / "data").exists()  # stopped before any work
 
 
-def test_every_dvc_stage_declares_the_setting():
+@pytest.mark.parametrize("key,settings", [("cpu_dispatch", dispatch.SETTINGS), ("precision", precision.SETTINGS)])
+def test_every_dvc_stage_declares_the_setting(key, settings):
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
-    assert all("cpu_dispatch" in spec.get("params", []) for spec in stages.values())
-    assert yaml.safe_load((ROOT / "params.yaml").read_text())["cpu_dispatch"] in dispatch.SETTINGS
+    assert all(key in spec.get("params", []) for spec in stages.values())
+    assert yaml.safe_load((ROOT / "params.yaml").read_text())[key] in settings
 
 
 def test_judgeaudit_run_applies_it_before_its_parser_loads_numpy(tmp_path):
