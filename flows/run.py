@@ -33,14 +33,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def apply_dispatch(params_path: str) -> int | None:
     """Set the params file's ``cpu_dispatch`` (judgeaudit/dispatch.py) before NumPy and torch
-    load, and its ``precision`` (judgeaudit/precision.py); None where it could, else an exit
-    status, after saying why not."""
-    from judgeaudit import dispatch, precision
+    load; None where it could, else an exit status, after saying why not. (Its ``precision``
+    is applied by every stage's flow: flows.common.load_params.)"""
+    from judgeaudit import dispatch
 
     try:
-        setting = dispatch.setting_in(params_path)
-        dispatch.apply(setting)
-        precision.apply(dispatch.setting_in(params_path, "precision", "float32"), setting)
+        dispatch.apply(dispatch.setting_in(params_path))
     except (ValueError, RuntimeError) as exc:
         print(f"judgeaudit: error: {params_path}: {exc}", file=sys.stderr)
         return 2

@@ -133,8 +133,8 @@ def launch(url: str) -> None:
 
 # -- the warm process ---------------------------------------------------------------------
 def _preload() -> None:
-    """Import every stage's code, build Great Expectations' context and start the workers'
-    fork server, with every pooled stage's code imported."""
+    """Import every stage's code, build Great Expectations' context and suites and start the
+    workers' fork server, with every pooled stage's code imported."""
     from flows.registry import STAGES
     from flows.runners import WORKER_PRELOAD
     from judgeaudit.schemas.validate import warm_up
@@ -143,7 +143,7 @@ def _preload() -> None:
     importlib.import_module("flows.run")
     for stage in STAGES:
         importlib.import_module(stage.module)
-    warm_up()
+    warm_up(suites=True)
     fork_server((*WORKER_PRELOAD, *(s.module for s in STAGES if s.pool)))
 
 

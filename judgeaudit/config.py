@@ -518,7 +518,7 @@ class Params(_Strict):
     # (the same bits on Intel and AMD); applied by `python -m flows.run` before they load
     cpu_dispatch: Literal[tuple(DISPATCH_SETTINGS)] = "default"  # type: ignore[valid-type]
     # the models' arithmetic (judgeaudit/precision.py): float32, bfloat16 (mixed), or auto
-    # (bfloat16 where the CPU has bfloat16 instructions); applied by `python -m flows.run`
+    # (bfloat16 where the CPU has bfloat16 instructions); applied by every stage's flow
     precision: Literal[PRECISION_SETTINGS] = "float32"  # type: ignore[valid-type]
     corpus: Corpus
     embedded: Embedded

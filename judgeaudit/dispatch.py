@@ -63,17 +63,16 @@ def current() -> dict[str, str]:
     return {k: os.environ[k] for k in VARIABLES if k in os.environ}
 
 
-def setting_in(params_path: str, key: str = "cpu_dispatch", default: str = "default") -> str:
-    """The ``cpu_dispatch`` (or another top-level ``key``) a params file names (``default``
-    where it names none, or cannot be read: ``load_params`` reports that file's errors with
-    their place)."""
+def setting_in(params_path: str) -> str:
+    """The ``cpu_dispatch`` a params file names (``default`` where it names none, or cannot be
+    read: ``load_params`` reports that file's errors with their place)."""
     import yaml
 
     try:
         data = yaml.safe_load(Path(params_path).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError):
-        return default
-    return str(data.get(key, default)) if isinstance(data, dict) else default
+        return "default"
+    return str(data.get("cpu_dispatch", "default")) if isinstance(data, dict) else "default"
 
 
 def cpuinfo_fields(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, str]:

@@ -9,7 +9,7 @@ and log-probs stay in float32, and so do the weights. On a CPU with bfloat16 ins
 - generation, where a sampled token follows the logits' last bits: in bfloat16 the
   generators' and students' texts change, and with them every table after them;
 - training, so that every trained model stays what it was: on the embedded models' short
-  sequences the Trainer's bf16 mode takes a step 0.9 to 1.5x as fast by model size
+  sequences the Trainer's bf16 mode takes a step 0.9 to 1.6x as fast by model size
   (bench/precision.py); with every training (and generation) in bfloat16 the default lost 13
   of its 1111 effects, and with BOAT's contamination alone, its one training on long prompts
   (7 s of the stage), one.
@@ -18,9 +18,9 @@ and log-probs stay in float32, and so do the weights. On a CPU with bfloat16 ins
 default``, and ``float32`` elsewhere: where bfloat16 is emulated it is slower (with oneDNN held
 to AVX-512 without bfloat16, 0.9x float32's speed; held to AVX2, as ``cpu_dispatch``'s other
 settings hold it, 0.2x). Like ``cpu_dispatch``, the setting is one for the
-process and its workers: ``python -m flows.run`` applies the params file's setting to the
-environment (``VARIABLE``), which Prefect's task key and the report read; a library call
-outside a run is float32."""
+process and its workers: every stage's flow applies the params file's setting to the
+environment (``VARIABLE``; flows.common.load_params), which the workers, Prefect's task key
+and the report read; a library call outside a run is float32."""
 
 from __future__ import annotations
 

@@ -87,11 +87,11 @@ def test_a_library_call_outside_a_run_is_float32(monkeypatch):
         precision.current()
 
 
-def test_flows_run_applies_it_and_the_cache_and_report_name_it(tmp_path):
+def test_a_stage_flows_params_apply_it_and_the_cache_and_report_name_it(tmp_path):
     path = _params_with(tmp_path, "bfloat16")
     probe = ("import json\n"
-             "from flows.run import apply_dispatch\n"
-             f"assert apply_dispatch({str(path)!r}) is None\n"
+             "from flows.common import load_params\n"
+             f"assert load_params({str(path)!r}).precision == 'bfloat16'\n"
              "from tasks.cache import runtime\n"
              "from judgeaudit.report.machine import machine\n"
              "print(json.dumps({'cache_env': runtime()['env'], 'report': machine()['precision']}))")
@@ -102,6 +102,16 @@ def test_flows_run_applies_it_and_the_cache_and_report_name_it(tmp_path):
     seen = json.loads(done.stdout.splitlines()[-1])
     assert seen["cache_env"][precision.VARIABLE] == "bfloat16"  # a float32 result is not served
     assert seen["report"] == "bfloat16"
+
+
+def test_every_stage_flow_applies_the_params_precision():
+    """Each stage's flow starts from flows.common.load_params, which applies the precision:
+    the report's too, which reads no other params but names the precision it ran under."""
+    from flows.registry import STAGES
+
+    for stage in STAGES:
+        source = (ROOT / Path(*stage.module.split("."))).with_suffix(".py").read_text()
+        assert "from flows.common import" in source and "load_params(params_path)" in source, stage.name
 
 
 @task

@@ -50,12 +50,16 @@ def leakage_studies_flow(params_path: str = "params.yaml", root: str = "data") -
     prompts = read(layout.prompts, "prompts", layout)
     synthetic = read(layout.synthetic, "synthetic", layout)
     common = dict(params=params, root=str(layout.root))
+    students = studies.study_students(params, synthetic)
+    specs = {base: params.spec_for(base, layout.models) for base, _, _ in students}
+    # the largest students first: in turn, the scale study's largest base came last and
+    # trained alone at the end
+    longest_first = sorted(students, key=lambda s: -specs[s[0]].weight_bytes * len(students[s]))
     with parallel(params.scale) as runner:
-        answers = [runner.submit(study_student, dict(
-            student=student, rows=rows, prompts=prompts, synthetic=synthetic,
-            base_dir=Path(params.spec_for(student[0], layout.models).path), **common))
-            for student, rows in studies.study_students(params, synthetic).items()]
-        responses = pd.concat([f.result() for f in answers], ignore_index=True)
+        answers = {student: runner.submit(study_student, dict(
+            student=student, rows=students[student], prompts=prompts, synthetic=synthetic,
+            base_dir=Path(specs[student[0]].path), **common)) for student in longest_first}
+        responses = pd.concat([answers[student].result() for student in students], ignore_index=True)
         result = runner.submit(study_findings,
                                dict(responses=responses, models_dir=layout.models, **common)).result()
     for name in ("responses", "judgments", "mixing", "scale"):

@@ -9,7 +9,7 @@ import pandas as pd
 from prefect import flow
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 
-from flows.common import read
+from flows.common import load_params, read
 from judgeaudit.layout import Layout
 from judgeaudit.report.effects import as_metrics, find_effects
 from judgeaudit.report.leakage_report import summary_table, write_report
@@ -19,6 +19,7 @@ from judgeaudit.tables import write_json
 @flow(name="report")
 def report_flow(params_path: str = "params.yaml", root: str = "data") -> str:
     """HTML + JSON report, and the same as Prefect artifacts."""
+    load_params(params_path)  # its precision, which the report's machine line names
     layout = Layout(Path(root))
     wr = read(layout.metrics / "win_rates.parquet", "win_rates", layout)
     pls = read(layout.metrics / "pls.parquet", "pls", layout)
