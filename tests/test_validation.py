@@ -38,6 +38,20 @@ def test_corrupt_judgments_rejected_and_quarantined(tmp_path):
     assert len(quarantined) == 2 and "failed_expectations" in quarantined
 
 
+def test_a_passing_table_then_a_failing_one_in_one_process(tmp_path):
+    """The suite is built once per process and a pass is checked for pass or fail alone: the
+    same table failing after it still gets the full result, its rows listed and quarantined."""
+    validate_table(_judgments(), "judgments", quarantine_dir=tmp_path)
+    frame = _judgments()
+    frame.loc[3, "verdict"] = "maybe"
+    with pytest.raises(TableValidationError, match="1 row\\(s\\), e.g.") as err:
+        validate_table(frame, "judgments", quarantine_dir=tmp_path)
+    assert "'maybe'" in str(err.value)
+    (path,) = tmp_path.glob("judgments--*.parquet")
+    assert pd.read_parquet(path)["verdict"].tolist() == ["maybe"]
+    assert validate_table(_judgments(), "judgments", quarantine_dir=tmp_path).equals(_judgments())
+
+
 def test_missing_column_and_duplicates_rejected(tmp_path):
     frame = pd.concat([_judgments(2), _judgments(2)], ignore_index=True).drop(columns="mode")
     with pytest.raises(TableValidationError) as err:
