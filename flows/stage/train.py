@@ -25,7 +25,7 @@ PARAMS = ("leakage.generators", "leakage.students", "leakage.methods")
 
 # a method's training per byte of weights, to start the longest first (in turn, the largest
 # base's DPO students came last): DPO scores the policy and the reference on both answers
-# (a step 1.3 to 1.6x an SFT step's here), ICL trains nothing
+# (a DPO student took 1.3 to 1.6x an SFT one's time here), ICL trains nothing
 _COST = {"dpo": 1.5, "sft": 1.0, "icl": 0.0}
 
 
