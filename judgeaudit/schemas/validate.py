@@ -48,11 +48,21 @@ def warm_up(suites: bool = False) -> None:
     """Import Great Expectations and build this process's context now (seconds), e.g.
     while something else waits, instead of at the first validation; ``suites``: every
     table's suite too (a second: a process that forks the stages has them built once)."""
-    from judgeaudit.schemas.suites import SUITES, build_suite
+    from judgeaudit.schemas.suites import SUITES
 
     _context()
     for table in SUITES if suites else ():
-        _SUITES.setdefault(table, build_suite(table))
+        _suite(table)
+
+
+def _suite(table: str):
+    """The named table's suite, built once per process (GE's add_expectation compares each
+    expectation with the others: about 0.07 s a suite)."""
+    from judgeaudit.schemas.suites import build_suite
+
+    if table not in _SUITES:
+        _SUITES[table] = build_suite(table)
+    return _SUITES[table]
 
 
 def validate_table(frame: pd.DataFrame, table: str, source: str = "", *,
@@ -60,8 +70,6 @@ def validate_table(frame: pd.DataFrame, table: str, source: str = "", *,
     """Validate ``frame`` against the ``table`` suite and return it unchanged if it passes;
     else quarantine its bad rows in a new file under ``quarantine_dir`` (the data root's
     ``quarantine/``) and raise TableValidationError."""
-    from judgeaudit.schemas.suites import build_suite
-
     ctx = _context()
     datasource = ctx.data_sources.get("judgeaudit")
     try:
@@ -74,7 +82,7 @@ def validate_table(frame: pd.DataFrame, table: str, source: str = "", *,
         definition = asset.add_batch_definition_whole_dataframe("all")
     frame = frame.reset_index(drop=True)
     batch = definition.get_batch(batch_parameters={"dataframe": frame})
-    suite = _SUITES.get(table) or _SUITES.setdefault(table, build_suite(table))  # built once per process
+    suite = _suite(table)
     # pass or fail first (about half the time of a full result, which lists every unexpected
     # row even when there is none); the full result only for a table that fails
     if batch.validate(suite, result_format="BOOLEAN_ONLY").success:
