@@ -1,0 +1,135 @@
+"""Where a stage's units run: in the stage's process, or over worker processes of one torch
+thread each (``scale.processes``), or over a Dask cluster (judging; ``scale.runner: dask``).
+A stage submits module-level functions (``pool.submit(fn, **kwargs)``) and gets
+``concurrent.futures`` futures back; the stage's one progress bar counts its units.
+
+One torch thread per unit, wherever it runs: a task on two threads sums its floating-point
+reductions in another order than on one (a Spearman rho of the tiny audit moved from
+-0.2285 to -0.2311), so one thread keeps ``scale``, which DVC does not track, out of the
+results. Workers are forked from the standard library's fork server, which imports the
+stage's code once while the stage process imports its own (a spawned worker imports torch,
+transformers and the stage anew before its first unit); each worker exits as soon as the
+stage process that started it is gone, so a killed run leaves nothing running."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from typing import Any, TypeVar
+
+from tqdm.auto import tqdm
+
+from judgeaudit import precision
+
+T = TypeVar("T")
+# what every worker imports before its first unit, beside its stage's module
+PRELOAD = ("judgeaudit.training.trainers", "judgeaudit.models.hf")
+
+
+def bar(name: str, total: int = 0, unit: str = "task") -> tqdm:
+    """A stage's one progress bar, shown from its first second on."""
+    return tqdm(total=total, desc=name, unit=unit, dynamic_ncols=True, delay=1)
+
+
+def _worker_start(run_pid: int, setting: str) -> None:
+    """A worker's first act: end with the stage process, take its precision, one torch thread."""
+    from judgeaudit.workers import exit_with
+
+    exit_with(run_pid)
+    precision.set_current(setting)
+    import torch
+
+    torch.set_num_threads(1)
+
+
+class Pool:
+    """A stage's units: ``submit(fn, **kwargs)`` -> Future. In-process (``workers`` 1) each
+    runs at once, on one torch thread while the pool is open (``one_thread``; judging in
+    turn keeps every core); else over ``workers`` forked processes."""
+
+    def __init__(self, name: str, workers: int = 1, one_thread: bool = True,
+                 preload: Iterable[str] = (), executor: Executor | None = None) -> None:
+        self.name, self.workers, self.one_thread = name, workers, one_thread
+        self._preload, self._executor, self._own = tuple(preload), executor, executor is None
+        self._bar: tqdm | None = None
+        if workers > 1 and executor is None and sys.platform.startswith("linux"):
+            start_fork_server(self._preload)  # its imports overlap the stage's own
+
+    def __enter__(self) -> Pool:
+        self._bar = bar(self.name)
+        if self.workers > 1 and self._executor is None:
+            import multiprocessing
+
+            method = "forkserver" if sys.platform.startswith("linux") else "spawn"
+            self._executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context(method),
+                                                 initializer=_worker_start,
+                                                 initargs=(os.getpid(), precision.current()))
+        elif self._executor is None and self.one_thread:
+            import torch
+
+            self._threads = torch.get_num_threads()
+            torch.set_num_threads(1)
+        return self
+
+    def submit(self, fn: Callable[..., T], /, **kwargs: Any) -> Future:
+        assert self._bar is not None, "submit inside `with pool:`"
+        if self._executor is None:
+            future: Future = Future()
+            try:
+                future.set_result(fn(**kwargs))
+            except BaseException as exc:  # raised by result(), as from a worker
+                if not isinstance(exc, Exception):
+                    raise
+                future.set_exception(exc)
+        else:
+            future = self._executor.submit(fn, **kwargs)
+        self._bar.total += 1
+        self._bar.refresh()
+        future.add_done_callback(lambda _: self._bar.update())
+        return future
+
+    def each(self, items: Iterable[T]) -> Iterator[T]:
+        """``items`` one by one in this process, the bar advancing after each."""
+        items = list(items)
+        self._bar.total += len(items)
+        for item in items:
+            yield item
+            self._bar.update()
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            if self._executor is not None and self._own:
+                if exc_type is not None:  # a failed unit or a signal: stop the running ones, not wait for them
+                    for process in list((getattr(self._executor, "_processes", None) or {}).values()):
+                        process.terminate()
+                self._executor.shutdown(wait=True, cancel_futures=True)
+            elif self._executor is None and self.one_thread:
+                import torch
+
+                torch.set_num_threads(self._threads)
+        finally:
+            if self._bar is not None:
+                self._bar.close()
+
+
+def start_fork_server(preload: Iterable[str]) -> None:
+    """Start this process's fork server (once), importing ``preload`` before it forks."""
+    import multiprocessing
+    from multiprocessing import forkserver
+
+    multiprocessing.get_context("forkserver").set_forkserver_preload(list(dict.fromkeys((*PRELOAD, *preload))))
+    forkserver.ensure_running()
+
+
+def dask_executor(workers: int, threads_per_worker: int, address: str | None) -> Executor:
+    """A Dask client (``distributed``) as a ``concurrent.futures`` executor: a cluster of its
+    own of ``workers`` processes, or the scheduler at ``address``."""
+    from distributed import Client, LocalCluster
+
+    if address:
+        return Client(address).get_executor()
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=threads_per_worker, processes=True,
+                           dashboard_address=":0")
+    return Client(cluster).get_executor()
