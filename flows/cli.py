@@ -503,28 +503,18 @@ def _effects(args: argparse.Namespace) -> int:
 
 
 def _deps(args: argparse.Namespace) -> int:
-    import yaml
-
-    from flows.deps import ROOT, rewrite_deps, rewrite_params, stage_deps, stage_params
+    from judgeaudit.runner.dvcyaml import ROOT, check, render
 
     path = ROOT / "dvc.yaml"
-    need, missing = stage_deps(path)
-    params = {stage: stage_params(stage) for stage in need}
     if args.write:
-        path.write_text(rewrite_params(rewrite_deps(path.read_text(), need), params))
-        print(f"{path}: code deps and params rewritten for {len(need)} stages")
+        path.write_text(render())
+        print(f"{path}: written from the stages' declarations")
         return 0
-    declared = {stage: spec.get("params", []) for stage, spec in yaml.safe_load(path.read_text())["stages"].items()}
-    wrong = {stage: p for stage, p in params.items() if p != declared.get(stage, [])}
-    for stage, files in missing.items():
-        if files:
-            print(f"{stage}: dvc.yaml's deps miss {', '.join(files)}")
-    for stage, p in wrong.items():
-        print(f"{stage}: dvc.yaml's params are {declared.get(stage, [])}, its tasks' cache keys and flow read {p}")
-    if any(missing.values()) or wrong:
-        print("run `judgeaudit deps --write` to rewrite them from the code", file=sys.stderr)
+    if (differs := check(path)) is not None:
+        print(f"{path}: differs from the stages' declarations: {differs}")
+        print("run `judgeaudit deps --write` to write it from them", file=sys.stderr)
         return 1
-    print(f"{path}: the deps of all {len(need)} stages cover the code they run, and their params what it reads")
+    print(f"{path}: every stage as declared (its code, data, params and outputs)")
     return 0
 
 

@@ -17,7 +17,7 @@ from judgeaudit.runner import registry
 from judgeaudit.runner.declare import Stage, table_path, writer_of
 from judgeaudit.runner.io import empty_summary, missing_message, read
 from judgeaudit.runner.params_view import view
-from judgeaudit.runner.pool import Pool, dask_executor
+from judgeaudit.runner.pool import PRELOAD, Pool, dask_executor
 
 
 def load_params(params_path: str | Path) -> config.Params:
@@ -59,8 +59,13 @@ def execute(name: str, params_path: str | Path = "params.yaml", root: str | Path
     """Run stage ``name`` on the data under ``root``; its summary."""
     from judgeaudit.tables import remove_leftovers
 
-    stage, module = registry.stage(name), registry.module(name)
+    stage = registry.stage(name)
     params = load_params(params_path)
+    if stage.pool and params.scale.processes > 1:  # the workers' imports, beside the stage's own
+        from judgeaudit.workers import fork_server
+
+        fork_server((*PRELOAD, f"judgeaudit.stages.{name}"))
+    module = registry.module(name)
     if missing := missing_upstream(name, root):
         raise FileNotFoundError(missing)
     for path in remove_leftovers(root):

@@ -8,13 +8,13 @@ reductions in another order than on one (a Spearman rho of the tiny audit moved 
 -0.2285 to -0.2311), so one thread keeps ``scale``, which DVC does not track, out of the
 results. Workers are forked from the standard library's fork server, which imports the
 stage's code once while the stage process imports its own (a spawned worker imports torch,
-transformers and the stage anew before its first unit); each worker exits as soon as the
-stage process that started it is gone, so a killed run leaves nothing running."""
+transformers and the stage anew before its first unit: judgeaudit/workers.py); each worker
+exits as soon as the stage process that started it is gone, so a killed run leaves nothing
+running."""
 
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from typing import Any, TypeVar
@@ -54,15 +54,17 @@ class Pool:
         self.name, self.workers, self.one_thread = name, workers, one_thread
         self._preload, self._executor, self._own = tuple(preload), executor, executor is None
         self._bar: tqdm | None = None
-        if workers > 1 and executor is None and sys.platform.startswith("linux"):
-            start_fork_server(self._preload)  # its imports overlap the stage's own
+        if workers > 1 and executor is None:
+            from judgeaudit.workers import fork_server
+
+            self._forked = fork_server((*PRELOAD, *self._preload))  # its imports overlap the stage's own
 
     def __enter__(self) -> Pool:
         self._bar = bar(self.name)
         if self.workers > 1 and self._executor is None:
             import multiprocessing
 
-            method = "forkserver" if sys.platform.startswith("linux") else "spawn"
+            method = "forkserver" if self._forked else "spawn"
             self._executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context(method),
                                                  initializer=_worker_start,
                                                  initargs=(os.getpid(), precision.current()))
@@ -112,15 +114,6 @@ class Pool:
         finally:
             if self._bar is not None:
                 self._bar.close()
-
-
-def start_fork_server(preload: Iterable[str]) -> None:
-    """Start this process's fork server (once), importing ``preload`` before it forks."""
-    import multiprocessing
-    from multiprocessing import forkserver
-
-    multiprocessing.get_context("forkserver").set_forkserver_preload(list(dict.fromkeys((*PRELOAD, *preload))))
-    forkserver.ensure_running()
 
 
 def dask_executor(workers: int, threads_per_worker: int, address: str | None) -> Executor:
