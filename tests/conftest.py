@@ -37,33 +37,6 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def recorded_task_states(flow_run_id, expected: int, within_s: float = 60) -> dict[str, str]:
-    """Name -> final state name of a flow run's task runs, once the server holds all of them.
-
-    Prefect 3 records task-run states from the events the engine emits, so a read right
-    after the flow returns can miss a run or find one whose state is not yet written."""
-    import asyncio
-
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
-
-    async def read():
-        async with get_client() as client:
-            return await client.read_task_runs(flow_run_filter=FlowRunFilter(
-                id=FlowRunFilterId(any_=[flow_run_id])))
-
-    deadline = time.monotonic() + within_s
-    while True:
-        runs = asyncio.run(read())
-        if len(runs) >= expected and all(r.state is not None and r.state.is_final() for r in runs):
-            return {r.name: r.state.name for r in runs}
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{len(runs)} of {expected} task runs of flow run {flow_run_id} "
-                                 f"recorded in a final state after {within_s:.0f} s: "
-                                 f"{[(r.name, r.state and r.state.name) for r in runs]}")
-        time.sleep(0.5)
-
-
 def parent(pid: int) -> int | None:
     """The parent of process ``pid`` (Linux /proc); None once it is gone."""
     try:
