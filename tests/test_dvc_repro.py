@@ -134,8 +134,8 @@ def test_dvc_repro(prefect_server, request, tmp_path):
     metrics = {name: row["metrics"]["data/metrics/summary.json"]["data"] for name, row in rows.items()}
     assert metrics["baseline"] != metrics["normalise-sum"]  # the sweep's effect, compared with no code of ours
     # and in the stages whose summaries keep their rows in lists, which DVC reads through the
-    # report's metrics.json only
-    intervals = {name: row["metrics"]["data/report/metrics.json"]["data"] for name, row in rows.items()}
+    # report stage's data/figures.json only
+    intervals = {name: row["metrics"]["data/figures.json"]["data"] for name, row in rows.items()}
     assert intervals["baseline"]["robustness"] != intervals["normalise-sum"]["robustness"]
     diff = _sh("dvc", "metrics", "diff", "--json", cwd=repo, stdout_only=True)
     assert "data/metrics/summary.json" in json.loads(diff)  # workspace (the experiment) vs HEAD

@@ -1,0 +1,1 @@
+"""The `judgeaudit` command's subcommands, one module each (``add_parser``, ``handle``)."""
