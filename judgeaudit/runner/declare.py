@@ -45,9 +45,9 @@ class Stage:
     section: str | None = None
     pool: bool = False
     gpu: bool = False
-    metrics: tuple[str, ...] = ()            # files under the root that `dvc metrics` reads
-    plots: tuple[tuple[str, dict], ...] = ()  # (file under the root, DVC plot properties)
-    uncached: tuple[str, ...] = ()           # outs DVC leaves to git (``cache: false``)
+    metrics: tuple[str, ...] = ()            # files of its outs that `dvc metrics` reads
+    plots: tuple[tuple[str, dict], ...] = ()  # (file of its outs, DVC plot properties)
+    committed: tuple[str, ...] = ()          # metrics files it writes that git keeps (``cache: false``)
 
     def __post_init__(self) -> None:
         unknown = [t for t in self.reads if t not in TABLES]
