@@ -11,6 +11,7 @@ import pandas as pd
 from flows.registry import missing_message
 from judgeaudit import config, precision
 from judgeaudit.layout import Layout
+from judgeaudit.params_trace import traced
 from judgeaudit.tables import read_table, write_json
 from tasks.io import validate, write
 
@@ -18,8 +19,9 @@ from tasks.io import validate, write
 def load_params(params_path: str) -> config.Params:
     """The params file, validated, with its ``precision`` applied to this process and the
     workers its stage starts (judgeaudit/precision.py): a flow that a deployment or a test
-    runs directly scores as the same flow under `python -m flows.run` does."""
-    params = config.load_params(params_path)
+    runs directly scores as the same flow under `python -m flows.run` does. Under
+    ``JUDGEAUDIT_TRACE_PARAMS`` the params record what the stage reads (judgeaudit/params_trace.py)."""
+    params = traced(config.load_params(params_path))
     precision.apply(params.precision, params.cpu_dispatch)
     return params
 
