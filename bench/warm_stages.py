@@ -8,8 +8,8 @@ the first's results (bench/default_run.py says more).
     python bench/warm_stages.py                           # the tests' tiny config (3 to 6 min each)
     python bench/warm_stages.py --params params.yaml      # the full default (about 25 min each)
 
-(params-small.yaml is a flow run's config, `judgeaudit run --params`: it leaves out sections
-that dvc.yaml's params name.)
+(params-small.yaml is a flow run's config, `judgeaudit run --params`: an overlay of
+params.yaml that sets to null sections whose keys dvc.yaml's params name.)
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from default_run import ROOT, lock_outs, result_storage, timed_repro
@@ -33,8 +35,12 @@ def clone(name: str, params: str) -> Path:
         from tests.tiny import write_tiny_params
 
         write_tiny_params(repo / "params.yaml", processes=2)
-    elif params != "params.yaml":
-        shutil.copy(repo / params, repo / "params.yaml")
+    elif params != "params.yaml":  # DVC reads params.yaml alone: an overlay's chain, merged
+        sys.path.insert(0, str(ROOT))
+        from judgeaudit.params_file import read_params_file
+
+        merged = read_params_file(repo / params).data
+        (repo / "params.yaml").write_text(yaml.safe_dump(merged, sort_keys=False))
     (repo / "dvc.lock").unlink(missing_ok=True)  # every stage runs
     return repo
 
