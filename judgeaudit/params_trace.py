@@ -1,6 +1,7 @@
-"""Which params a run reads: with ``JUDGEAUDIT_TRACE_PARAMS=FILE`` set, ``load_params``
-hands out a ``Params`` that records every section read from it ("leakage") and every field
-read from a section ("leakage.judges"), and the process appends them to FILE (one JSON
+"""Which params a run reads: with ``JUDGEAUDIT_TRACE_PARAMS=FILE`` set, ``traced`` (which
+every stage's flow applies to its params: flows.common.load_params) gives a ``Params`` that
+records every section read from it ("leakage") and every field read from a section
+("leakage.judges"), and the process appends them to FILE (one JSON
 line: its command line, the reads) as it exits; so does each worker process of a stage's pool
 (spawned, it has the stage's command line). The test suite checks each stage's reads
 against the params dvc.yaml declares for it, so that a param a stage reads but does not
