@@ -375,7 +375,8 @@ def _serve(args: argparse.Namespace) -> int:
 
     from judgeaudit.config import load_params
     from judgeaudit.models import load_model
-    from judgeaudit.serve import ServeLimits, make_app
+    from judgeaudit.serving.app import make_app
+    from judgeaudit.serving.schema import ServeLimits
 
     params = load_params(args.params)
     unknown = [m for m in args.models if m not in params.models]
