@@ -36,7 +36,8 @@ from judgeaudit.models import ModelSpec, load_model
 _SERVER = """
 import sys, uvicorn
 from judgeaudit.models import ModelSpec, load_model
-from judgeaudit.serve import ServeLimits, make_app
+from judgeaudit.serving.app import make_app
+from judgeaudit.serving.schema import ServeLimits
 if __name__ == "__main__":  # the engine process re-imports this module
     model = load_model(ModelSpec(path=sys.argv[1], chat_template="Q: {prompt}\\nA:", max_length=256), name="judge")
     app = make_app({"judge": model}, ServeLimits(max_batch=int(sys.argv[2]), max_queue=256,

@@ -141,7 +141,7 @@ def test_the_guarantee_holds_on_the_true_error_rate():
 
 
 def test_the_commands_say_what_each_judge_keeps():
-    from flows.cli import _selective_line
+    from judgeaudit.cli.verdicts import _selective_line
 
     every = {"estimate": 0.7, "ci_low": 0.6, "ci_high": 0.8, "n": 100}
     none = {"estimate": None, "ci_low": None, "ci_high": None, "n": 0}
@@ -229,7 +229,7 @@ def test_a_confidence_that_ranks_on_plain_pairs_and_runs_backwards_on_adversaria
         auroc(plain.confidence.to_numpy()[None], plain.correct.to_numpy()[None])[0])
     assert ci.loc[("plain", "auroc"), "n"] == 300
     # the summary and the command's line carry the per-subset figures, from the worst to the best
-    from flows.cli import _selective_line
+    from judgeaudit.cli.verdicts import _selective_line
     from judgeaudit.pipeline.real_judges import trust_or_escalate
 
     record = trust_or_escalate(result)[0]

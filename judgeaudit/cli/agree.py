@@ -29,6 +29,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                        "default 0)")
     agree.add_argument("--figures", default=str(Path("data") / FIGURES), metavar="FILE",
                        help="the figures file the report stage writes (data/figures.json)")
+    agree.set_defaults(handler=handle)
     return agree
 
 

@@ -7,9 +7,9 @@ model's own work); ``bench/serve_throughput.py --engine thread`` shows the diffe
 
 The engine process loads its own copy of each served model from the model's spec (the
 HTTP process keeps its copy for tokenising, prompt checks and ``echo`` scoring) and runs
-``judgeaudit.serve.Batcher`` over them. Messages on one pipe: a job, a cancellation, a
-stats request; back: results and errors by job id. It ends when the pipe closes (the
-HTTP process has gone, however it went), so it never outlives the server.
+``judgeaudit.serving.batching.Batcher`` over them. Messages on one pipe: a job, a
+cancellation, a stats request; back: results and errors by job id. It ends when the pipe
+closes (the HTTP process has gone, however it went), so it never outlives the server.
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ def _engine_main(conn, specs: dict, limits, threads: int) -> None:
         import torch
 
         from judgeaudit.models import load_model
-        from judgeaudit.serve import Batcher, _Job
+        from judgeaudit.serving.batching import Batcher, Job
 
         torch.set_num_threads(threads)
         _keep_freed_memory()
@@ -151,7 +151,7 @@ def _engine_main(conn, specs: dict, limits, threads: int) -> None:
                 while conn.poll():
                     kind, key, body = conn.recv()
                     if kind == "job":
-                        job = jobs[key] = _Job(*body)
+                        job = jobs[key] = Job(*body)
                         try:
                             self.submit(job).add_done_callback(lambda f, key=key: done(key, f))
                         except HTTPException as exc:
@@ -169,7 +169,7 @@ def _engine_main(conn, specs: dict, limits, threads: int) -> None:
     except Exception as exc:  # noqa: BLE001 -- reported to the HTTP process, which raises it
         conn.send(("failed", f"{type(exc).__name__}: {exc}"))
         return
-    jobs: dict[int, _Job] = {}
+    jobs: dict[int, Job] = {}
 
     def reply(key: int, ok: bool, payload) -> None:
         conn.send((key, ok, payload))
