@@ -3,7 +3,6 @@ needs exists gives one line that says what to run first, never a hub-id tracebac
 
 from __future__ import annotations
 
-
 import pytest
 
 from flows.cli import main
