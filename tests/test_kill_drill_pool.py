@@ -60,3 +60,32 @@ def test_a_killed_runs_busy_workers_end_with_it(tmp_path, pooled_params_file):
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=60)
     assert [w for w in workers if not gone(w)] == [], "a worker outlived the killed run"
+
+
+def test_ctrl_c_stops_the_run_within_seconds(tmp_path, pooled_params_file):
+    """Ctrl-C in a terminal sends SIGINT to the whole process group (the run, its fork server,
+    its workers): the run exits 130 within seconds with one line and no traceback, and
+    nothing it started is left running."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    root = tmp_path / "data"
+    proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "run", "bootstrap", "--params",
+                             str(pooled_params_file), "--root", str(root)], cwd=ROOT, env=_env(tmp_path),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 240
+    while len(_workers(proc.pid)) < 2:
+        assert proc.poll() is None and time.monotonic() < deadline, "the workers never started"
+        time.sleep(0.2)
+    time.sleep(2)  # into their first task
+    started = _descendants(proc.pid)
+    sent = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)
+    err = proc.communicate(timeout=60)[1]
+    assert time.monotonic() - sent < 10, f"{time.monotonic() - sent:.0f} s to stop after Ctrl-C"
+    assert proc.returncode == 130 and "Traceback" not in err, err[-2000:]
+    assert "interrupted" in err
+    assert [pid for pid in started if not gone(pid)] == [], "a process the run started outlived Ctrl-C"
