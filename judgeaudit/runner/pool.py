@@ -34,9 +34,14 @@ def bar(name: str, total: int = 0, unit: str = "task") -> tqdm:
 
 
 def _worker_start(run_pid: int, setting: str) -> None:
-    """A worker's first act: end with the stage process, take its precision, one torch thread."""
+    """A worker's first act: end with the stage process, take its precision, one torch thread.
+    Ctrl-C reaches the whole process group: the stage process alone answers it (and stops its
+    workers), so a worker does not print a traceback of its own."""
+    import signal
+
     from judgeaudit.workers import exit_with
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     exit_with(run_pid)
     precision.set_current(setting)
     import torch
