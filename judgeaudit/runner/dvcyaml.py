@@ -115,7 +115,8 @@ def render(data: str = "data") -> str:
     declared = stages()
     doc = {"stages": {s.name: stage_entry(s, data) for s in declared},
            "metrics": [f"{data}/{m}" for s in declared for m in s.metrics],
-           "plots": [{f"{data}/{path}": props} for s in declared for path, props in s.plots]}
+           "plots": [{f"{data}/{path}": props} if props else f"{data}/{path}"
+                     for s in declared for path, props in s.plots]}
     return HEADER + yaml.safe_dump(doc, sort_keys=False, width=110)
 
 

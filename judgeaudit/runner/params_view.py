@@ -65,11 +65,16 @@ class _Hidden:
     __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __add__
 
 
+# handed to every stage, and listed by none in dvc.yaml: how work is spread over processes,
+# which changes no result (judgeaudit/runner/pool.py), so DVC rightly reruns nothing for it
+UNTRACKED = ("scale",)
+
+
 def view(params: Params, stage: str, declared: Iterable[str]) -> Params:
-    """``params`` with every key outside ``declared`` hidden: a whole section (``"judge"``)
-    is handed as it is; of a section named only by fields (``"audit.confidence"``), just
-    those fields can be read."""
-    declared = tuple(declared)
+    """``params`` with every key outside ``declared`` (and ``UNTRACKED``) hidden: a whole
+    section (``"judge"``) is handed as it is; of a section named only by fields
+    (``"audit.confidence"``), just those fields can be read."""
+    declared = (*declared, *UNTRACKED)
     whole = {k for k in declared if "." not in k}
     fields: dict[str, set[str]] = {}
     for key in declared:

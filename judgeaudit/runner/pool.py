@@ -51,8 +51,9 @@ def _worker_start(run_pid: int, setting: str) -> None:
 
 class Pool:
     """A stage's units: ``submit(fn, **kwargs)`` -> Future. In-process (``workers`` 1) each
-    runs at once, on one torch thread while the pool is open (``one_thread``; judging in
-    turn keeps every core); else over ``workers`` forked processes."""
+    runs at once, on one torch thread (``one_thread``; judging in turn keeps every core), as
+    in a worker; the stage's own code between units keeps every core either way. Else over
+    ``workers`` forked processes."""
 
     def __init__(self, name: str, workers: int = 1, one_thread: bool = True,
                  preload: Iterable[str] = (), executor: Executor | None = None) -> None:
@@ -73,22 +74,20 @@ class Pool:
             self._executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context(method),
                                                  initializer=_worker_start,
                                                  initargs=(os.getpid(), precision.current()))
-        elif self._executor is None and self.one_thread:
-            import torch
-
-            self._threads = torch.get_num_threads()
-            torch.set_num_threads(1)
         return self
+
+    @property
+    def bar(self) -> tqdm | None:
+        """The stage's progress bar (a library step counter: judgeaudit.progress)."""
+        return self._bar
 
     def submit(self, fn: Callable[..., T], /, **kwargs: Any) -> Future:
         assert self._bar is not None, "submit inside `with pool:`"
         if self._executor is None:
             future: Future = Future()
             try:
-                future.set_result(fn(**kwargs))
-            except BaseException as exc:  # raised by result(), as from a worker
-                if not isinstance(exc, Exception):
-                    raise
+                future.set_result(_one_thread(fn, kwargs) if self.one_thread else fn(**kwargs))
+            except Exception as exc:  # raised by result(), as from a worker
                 future.set_exception(exc)
         else:
             future = self._executor.submit(fn, **kwargs)
@@ -112,13 +111,21 @@ class Pool:
                     for process in list((getattr(self._executor, "_processes", None) or {}).values()):
                         process.terminate()
                 self._executor.shutdown(wait=True, cancel_futures=True)
-            elif self._executor is None and self.one_thread:
-                import torch
-
-                torch.set_num_threads(self._threads)
         finally:
             if self._bar is not None:
                 self._bar.close()
+
+
+def _one_thread(fn: Callable[..., T], kwargs: dict) -> T:
+    """``fn(**kwargs)`` on one torch thread, the process's setting restored after."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return fn(**kwargs)
+    finally:
+        torch.set_num_threads(threads)
 
 
 def dask_executor(workers: int, threads_per_worker: int, address: str | None) -> Executor:
