@@ -1,0 +1,83 @@
+"""Stage ``boat``: vanilla vs BOAT accuracy, clean and after training on the test items, and
+the agents-as-evaluator probe. The contamination (fine-tuning) runs first, alone in the
+stage's process; then each model's evaluation per benchmark and the probe side by side over
+the stage's worker processes."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+
+from judgeaudit.config import Params
+from judgeaudit.layout import Layout
+from judgeaudit.pipeline import boat
+from judgeaudit.runner.declare import MODELS, Stage
+from judgeaudit.runner.io import publish
+from judgeaudit.runner.pool import Pool
+from judgeaudit.tables import write_json
+
+STAGE = Stage(
+    name="boat",
+    params=(*MODELS, "leakage", "judge", "audit", "boat"),
+    deps=("models",),
+    outs=("boat",),
+    section="boat",
+    pool=True,
+    metrics=("boat/summary.json",),
+)
+
+
+def boat_evaluate(params: Params, layout: Layout, benchmark: str, model: str,
+                  weights: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
+    """``model`` ("clean" or "contaminated", whose weights are ``weights``) on one benchmark."""
+    return boat.evaluate(params, layout, benchmark, weights if model == "contaminated" else None)
+
+
+def boat_probe(params: Params, layout: Layout) -> dict:
+    """The agents-as-evaluator probe: every judge of the roster asked."""
+    return boat.agent_probe(params, layout)
+
+
+@contextlib.contextmanager
+def _stage_threads(pool: Pool) -> Iterator[None]:
+    """The stage process's own torch threads, as the contamination always had: a pool that
+    runs its units in this process holds torch on one thread while it is open."""
+    saved = getattr(pool, "_threads", None)  # set only by an in-process pool of one thread
+    if saved is None:
+        yield
+        return
+    import torch
+
+    one = torch.get_num_threads()
+    torch.set_num_threads(saved)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(one)
+
+
+def run(params: Params, layout: Layout, tables: dict[str, pd.DataFrame], pool: Pool) -> dict:
+    layout.boat.mkdir(parents=True, exist_ok=True)
+    model_dir = Path(params.spec_for(params.boat.model, layout.models).path)
+    out, (names, notes) = layout.boat / "contaminated", boat.benchmarks(params)
+    # training runs first, alone on every core (one torch thread took it about 1.5x longer
+    # here, and beside the evaluations longer still); then the evaluations and the probe, side
+    # by side, the longest first: the probe (17 s here), the real benchmarks' few-shot prompts
+    # (10-12 s each), the generated items' zero-shot ones (3-4 s); 3 s sooner than in turn
+    with _stage_threads(pool):
+        boat.contaminate(params, layout, out)
+    evaluations = [(model, weights, b) for model, weights in (("clean", model_dir), ("contaminated", out))
+                   for b in names]
+    probe = pool.submit(boat_probe, params=params, layout=layout)
+    parts = {(model, b): pool.submit(boat_evaluate, params=params, layout=layout, benchmark=b, model=model,
+                                     weights=weights)
+             for model, weights, b in sorted(evaluations, key=lambda e: e[2] == "generated")}
+    evaluated = {(model, b): parts[model, b].result() for model, _, b in evaluations}  # the tables' order
+    results, summary = boat.boat_tables(params, evaluated, notes, probe.result())
+    publish(results, "boat_results", "boat", layout.boat / "results.parquet", layout)
+    write_json(summary, layout.boat / "summary.json")
+    return {name: {k: round(summary[name][k]["accuracy"], 3) for k in ("vanilla", "boat")}
+            for name in ("clean", "contaminated")}
