@@ -5,8 +5,6 @@ the stage's worker processes."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -41,34 +39,15 @@ def boat_probe(params: Params, layout: Layout) -> dict:
     return boat.agent_probe(params, layout)
 
 
-@contextlib.contextmanager
-def _stage_threads(pool: Pool) -> Iterator[None]:
-    """The stage process's own torch threads, as the contamination always had: a pool that
-    runs its units in this process holds torch on one thread while it is open."""
-    saved = getattr(pool, "_threads", None)  # set only by an in-process pool of one thread
-    if saved is None:
-        yield
-        return
-    import torch
-
-    one = torch.get_num_threads()
-    torch.set_num_threads(saved)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(one)
-
-
 def run(params: Params, layout: Layout, tables: dict[str, pd.DataFrame], pool: Pool) -> dict:
     layout.boat.mkdir(parents=True, exist_ok=True)
     model_dir = Path(params.spec_for(params.boat.model, layout.models).path)
     out, (names, notes) = layout.boat / "contaminated", boat.benchmarks(params)
-    # training runs first, alone on every core (one torch thread took it about 1.5x longer
-    # here, and beside the evaluations longer still); then the evaluations and the probe, side
-    # by side, the longest first: the probe (17 s here), the real benchmarks' few-shot prompts
-    # (10-12 s each), the generated items' zero-shot ones (3-4 s); 3 s sooner than in turn
-    with _stage_threads(pool):
-        boat.contaminate(params, layout, out)
+    # training runs first, alone on every core (on one thread, beside the evaluations, it took
+    # longer); then the evaluations and the probe side by side, the longest first (the probe,
+    # the real benchmarks' few-shot prompts, the generated items' zero-shot ones), so that the
+    # workers finish together
+    boat.contaminate(params, layout, out)
     evaluations = [(model, weights, b) for model, weights in (("clean", model_dir), ("contaminated", out))
                    for b in names]
     probe = pool.submit(boat_probe, params=params, layout=layout)

@@ -16,9 +16,9 @@ from judgeaudit.runner.declare import MODELS, Stage
 from judgeaudit.runner.io import publish
 from judgeaudit.runner.pool import Pool
 
-# scale.shards_per_judge: how the pairs are cut for the pool, not what is judged (the
-# table is sorted into one order below)
-STAGE = Stage(name="judge", params=(*MODELS, "leakage", "judge", "scale.shards_per_judge"),
+# scale.shards_per_judge (handed to every stage, tracked by none) cuts the pairs for the pool,
+# not what is judged: the table is sorted into one order below
+STAGE = Stage(name="judge", params=(*MODELS, "leakage", "judge"),
               deps=("responses", "models"), outs=("judgments",), reads=("responses",), gpu=True)
 
 # one row order for the judgments table, however the judging was sharded

@@ -17,9 +17,9 @@ from judgeaudit.runner.pool import Pool
 
 STAGE = Stage(
     name="leaderboard",
-    # scale.processes: the processes of the gamed-output evidence and the GLMs' fits (the same
-    # figures for any number)
-    params=("seed", "audit.confidence", "leaderboard", "scale.processes"),
+    # it reads scale.processes too (handed to every stage, tracked by none): the processes of
+    # the gamed-output evidence and the GLMs' fits, the same figures for any number
+    params=("seed", "audit.confidence", "leaderboard"),
     outs=("leaderboard",),
     section="leaderboard",
     plots=(("leaderboard/self_preference.png", {}), ("leaderboard/raw_vs_controlled.png", {})),
@@ -32,7 +32,7 @@ def run(params: Params, layout: Layout, tables: dict[str, pd.DataFrame], pool: P
     out = layout.root / "leaderboard"
     out.mkdir(parents=True, exist_ok=True)
     # its input is a folder outside the project: DVC decides reruns from the params naming it
-    summary = leaderboard_stage(params, out, steps=pool._bar)
+    summary = leaderboard_stage(params, out, steps=pool.bar)
     for note in summary.get("notes", []):
         log.warning(note)
     return {"flagged": summary.get("flagged", []), "separability_bt": summary.get("separability_bt")}

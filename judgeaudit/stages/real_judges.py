@@ -28,7 +28,7 @@ def run(params: Params, layout: Layout, tables: dict[str, pd.DataFrame], pool: P
     out = layout.root / "real_judges"
     out.mkdir(parents=True, exist_ok=True)
     # its inputs are files outside the project: DVC decides reruns from the params naming them
-    result = real_judges.real_judges_stage(params, layout.root, steps=pool._bar)
+    result = real_judges.real_judges_stage(params, layout.root, steps=pool.bar)
     real_judges.write_audit(result, out, layout.quarantine)
     info = real_judges.summary(result)
     for note in result.notes:

@@ -33,8 +33,8 @@ PARTS = {  # the robustness audits, independent of each other: one unit each
     "length": lambda p, r, j, lay: robustness.length_controlled(p, r, j, lay),
     "recognition": lambda p, r, j, lay: robustness.recognition(p, r, lay) if p.recognition else (None, None),
 }
-# the longest parts first (38, 33, 27, 12 and 11 s of a thread each on the default, an AMD
-# EPYC of family 26 scoring in bfloat16), so that two workers finish together
+# the longest parts first (as measured on the default: bench/stage_profile.py), so that two
+# workers finish together
 ORDER = ("mitigation", "attacks", "length", "recognition", "ablation")
 
 
