@@ -14,7 +14,7 @@ from flows.runners import parallel
 from judgeaudit.config import Params
 from judgeaudit.layout import Layout
 from judgeaudit.pipeline import leakage_studies as studies
-from judgeaudit.report.leakage_report import plot_leakage_studies
+from judgeaudit.report.leakage_studies_report import plot_leakage_studies
 from judgeaudit.tables import write_json
 from tasks.cache import LOAD, MODELS, artifact_cache
 from tasks.io import write

@@ -12,7 +12,8 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from flows.common import load_params, read
 from judgeaudit.layout import Layout
 from judgeaudit.report.effects import as_metrics, find_effects
-from judgeaudit.report.leakage_report import summary_table, write_report
+from judgeaudit.report.leakage_report import summary_table
+from judgeaudit.report.page import write_report
 from judgeaudit.tables import write_json
 
 

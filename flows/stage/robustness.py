@@ -14,7 +14,7 @@ from judgeaudit.audits.length_control import controlled_summary
 from judgeaudit.config import Params
 from judgeaudit.pipeline import robustness
 from judgeaudit.layout import Layout
-from judgeaudit.report.leakage_report import plot_mitigations
+from judgeaudit.report.robustness_report import plot_mitigations
 from judgeaudit.tables import write_json
 from tasks.cache import LOAD, MODELS, artifact_cache
 from tasks.io import write
