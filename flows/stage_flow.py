@@ -15,8 +15,18 @@ from judgeaudit.runner.execute import execute
 
 @flow(name="stage", flow_run_name="{name}")
 def stage_flow(name: str, params_path: str = "params.yaml", root: str = "data") -> Any:
-    """One stage of the pipeline (judgeaudit/stages/<name>.py) on the data under ``root``."""
-    return execute(name, params_path, root)
+    """One stage of the pipeline (judgeaudit/stages/<name>.py) on the data under ``root``;
+    what it returns as ``artifacts`` (markdown, or a table's rows) shows in the Prefect UI."""
+    result = execute(name, params_path, root)
+    if isinstance(result, dict) and "artifacts" in result:
+        from prefect.artifacts import create_markdown_artifact, create_table_artifact
+
+        for key, content in result.pop("artifacts").items():
+            if isinstance(content, str):
+                create_markdown_artifact(key=key, markdown=content)
+            else:
+                create_table_artifact(key=key, table=content)
+    return result
 
 
 @flow(name="full-audit")

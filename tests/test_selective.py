@@ -307,7 +307,7 @@ def test_the_reliability_diagram_is_the_share_right_per_bin_of_confidence(tmp_pa
     assert top.pairs == pairs and top.ci_method == "exact"
     assert top.ci_low == pytest.approx(((1 - FAST.confidence) / 2) ** (1 / pairs)) and top.ci_low < 0.95
     # the diagrams, a panel per judge: a source with fewer judges leaves its other panels blank
-    from judgeaudit.report.judge_report import plot_reliability
+    from judgeaudit.report.selective_report import plot_reliability
 
     other = bins[bins.judge == "calibrated"].assign(source="other")
     kept = selective(table, chosen, SelectiveSettings(splits=10), FAST)

@@ -10,7 +10,7 @@ import pandas as pd
 from judgeaudit.config import Params
 from judgeaudit.layout import Layout
 from judgeaudit.pipeline import leakage_studies as studies
-from judgeaudit.report.leakage_report import plot_leakage_studies
+from judgeaudit.report.leakage_studies_report import plot_leakage_studies
 from judgeaudit.runner.declare import MODELS, Stage
 from judgeaudit.runner.io import write
 from judgeaudit.runner.pool import Pool

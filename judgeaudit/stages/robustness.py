@@ -11,7 +11,7 @@ from judgeaudit.audits.length_control import controlled_summary
 from judgeaudit.config import Params
 from judgeaudit.layout import Layout
 from judgeaudit.pipeline import robustness
-from judgeaudit.report.leakage_report import plot_mitigations
+from judgeaudit.report.robustness_report import plot_mitigations
 from judgeaudit.runner.declare import MODELS, Stage
 from judgeaudit.runner.io import publish, write
 from judgeaudit.runner.pool import Pool
