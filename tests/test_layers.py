@@ -33,9 +33,11 @@ def test_layers_stage_modules_import_no_other_stage_module():
         rel, imports = path.relative_to(ROOT), _imports(path)
         top = path.relative_to(lib).parts[0]
         bad += [(str(rel), m) for m in imports if m.split(".")[0] in {"prefect", "flows", "tasks"}]
-        if top in {"pipeline", "stages"}:
-            bad += [(str(rel), m) for m in imports if m.startswith(("judgeaudit.pipeline", "judgeaudit.stages"))
-                    and m.split(".")[2:3] != [path.stem] and path.stem != "__init__"]
+        if top in {"pipeline", "stages"}:  # a stage's module, or its computations: no other stage's
+            bad += [(str(rel), m) for m in imports if m.startswith(f"judgeaudit.{top}.")
+                    and m.split(".")[2] != path.stem and path.stem != "__init__"]
+            if top == "pipeline":  # nor anything above it
+                bad += [(str(rel), m) for m in imports if m.startswith(("judgeaudit.stages", "judgeaudit.runner"))]
         elif top not in {"report", "cli", "runner", "__init__.py"}:  # above the stages and the report
             bad += [(str(rel), m) for m in imports if m.startswith(
                 ("judgeaudit.pipeline", "judgeaudit.report", "judgeaudit.stages", "judgeaudit.runner"))]

@@ -112,6 +112,7 @@ def example_stage(tmp_path, monkeypatch):
         cached.cache_clear()
 
 
+@pytest.mark.slow
 def test_a_stage_added_as_one_module_is_found_ordered_declared_and_run(example_stage, tiny_audit, tmp_path):
     """Its module is all it takes: the registry orders it after the stage it reads from,
     dvc.yaml's entry follows from its declaration, and the runner runs it (uses tiny_audit's
