@@ -9,10 +9,12 @@ import argparse
 import sys
 
 from flows.run import add_arguments, apply_dispatch, run  # sets the environment before any import
-from judgeaudit.cli import agree, checks, dispatch, effects, leaderboard, pu_audit, serve, verdicts
 
 
 def _parser() -> argparse.ArgumentParser:
+    # after `run`'s cpu_dispatch is applied (main): some commands' modules load NumPy
+    from judgeaudit.cli import agree, checks, effects, leaderboard, pu_audit, serve, verdicts
+
     p = argparse.ArgumentParser(
         prog="judgeaudit",
         description="Audit LLM judges for bias: preference leakage and more, as Prefect flows "
@@ -56,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if (params := _run_params(argv)) and (status := apply_dispatch(params)) is not None:
         return status
+    from judgeaudit.cli import dispatch
+
     return dispatch(_parser().parse_args(argv))
 
 

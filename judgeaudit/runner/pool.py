@@ -130,11 +130,22 @@ def _one_thread(fn: Callable[..., T], kwargs: dict) -> T:
 
 def dask_executor(workers: int, threads_per_worker: int, address: str | None) -> Executor:
     """A Dask client (``distributed``) as a ``concurrent.futures`` executor: a cluster of its
-    own of ``workers`` processes, or the scheduler at ``address``."""
+    own of ``workers`` processes, or the scheduler at ``address``. Each worker, joining now or
+    later, takes this process's precision (a plugin: Dask's workers share no state with it)."""
     from distributed import Client, LocalCluster
+    from distributed.diagnostics.plugin import WorkerPlugin
+
+    class Precision(WorkerPlugin):
+        def __init__(self, setting: str) -> None:
+            self.setting = setting
+
+        def setup(self, worker) -> None:
+            precision.set_current(self.setting)
 
     if address:
-        return Client(address).get_executor()
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=threads_per_worker, processes=True,
-                           dashboard_address=":0")
-    return Client(cluster).get_executor()
+        client = Client(address)
+    else:
+        client = Client(LocalCluster(n_workers=workers, threads_per_worker=threads_per_worker, processes=True,
+                                     dashboard_address=":0"))
+    client.register_plugin(Precision(precision.current()), name="judgeaudit-precision")
+    return client.get_executor()
