@@ -41,6 +41,8 @@ def test_layers_stage_modules_import_no_other_stage_module():
         elif top not in {"report", "cli", "runner", "__init__.py"}:  # above the stages and the report
             bad += [(str(rel), m) for m in imports if m.startswith(
                 ("judgeaudit.pipeline", "judgeaudit.report", "judgeaudit.stages", "judgeaudit.runner"))]
+        if top in {"stages", "stagekit", "pipeline"}:  # the runner runs the stages: it is above them
+            bad += [(str(rel), m) for m in imports if m.startswith("judgeaudit.runner")]
         if top in {"models", "generation", "training", "judging", "attacks", "audits", "sources", "schemas"}:
             # typed settings handed down, never the whole params (judgeaudit/resolve.py: the door)
             bad += [(str(rel), m) for m in imports if m in {"judgeaudit.config.Params", "judgeaudit.config.load_params"}]

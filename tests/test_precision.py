@@ -94,7 +94,7 @@ def test_a_stage_runs_in_its_params_precision_as_do_its_workers_and_the_report_n
     from judgeaudit.config import load_params
     from judgeaudit.report.machine import machine
     from judgeaudit.runner.execute import load_params as stage_params
-    from judgeaudit.runner.pool import Pool
+    from judgeaudit.stagekit.pool import Pool
 
     for way in ("bfloat16", "float32", "bfloat16"):
         path = _params_with(tmp_path, way)

@@ -50,6 +50,14 @@ def test_every_data_dep_is_an_earlier_stage_output():
     assert registry.stages()[0].name == "bootstrap" and registry.stages()[-1].name == "report"
 
 
+def test_each_table_is_written_where_its_writer_says():
+    from judgeaudit.stagekit.declare import TABLES, WRITERS
+
+    assert set(TABLES) == set(WRITERS)
+    for table, path in TABLES.items():
+        assert path.split("/")[0] in registry.stage(WRITERS[table]).outs, table
+
+
 def test_the_params_view_hands_only_what_is_declared(tiny_params_file):
     from judgeaudit.config import load_params
 
@@ -76,8 +84,8 @@ STAGE_MODULE = '''
 
 import pandas as pd
 
-from judgeaudit.runner.declare import Stage
-from judgeaudit.runner.io import publish
+from judgeaudit.stagekit.declare import Stage
+from judgeaudit.stagekit.io import publish
 
 STAGE = Stage("wordcount", params=("seed",), deps=("responses",), outs=("wordcount",), reads=("responses",))
 

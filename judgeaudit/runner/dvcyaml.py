@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from judgeaudit.runner.declare import RUNTIME, Stage
+from judgeaudit.stagekit.declare import RUNTIME, Stage
 from judgeaudit.runner.registry import stages
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,10 +14,10 @@ from typing import Any
 from judgeaudit import config, precision
 from judgeaudit.layout import Layout
 from judgeaudit.runner import registry
-from judgeaudit.runner.declare import Stage, table_path, writer_of
-from judgeaudit.runner.io import empty_summary, missing_message, read
+from judgeaudit.stagekit.declare import Stage, table_path, writer_of
+from judgeaudit.stagekit.io import empty_summary, missing_message, read
 from judgeaudit.runner.params_view import view
-from judgeaudit.runner.pool import PRELOAD, Pool, dask_executor
+from judgeaudit.stagekit.pool import PRELOAD, Pool, dask_executor
 
 
 def load_params(params_path: str | Path) -> config.Params:
@@ -32,7 +32,7 @@ def missing_upstream(name: str, root: str | Path) -> str | None:
     for table in registry.stage(name).reads:
         path = table_path(table, Path(root))
         if not path.is_file():
-            return missing_message(path, table, writer_of(table, list(registry.stages())), Path(root))
+            return missing_message(path, table, writer_of(table), Path(root))
     return None
 
 

@@ -66,7 +66,7 @@ class _Hidden:
 
 
 # handed to every stage, and listed by none in dvc.yaml: how work is spread over processes,
-# which changes no result (judgeaudit/runner/pool.py), so DVC rightly reruns nothing for it
+# which changes no result (judgeaudit/stagekit/pool.py), so DVC rightly reruns nothing for it
 UNTRACKED = ("scale",)
 
 

@@ -10,7 +10,7 @@ from functools import cache
 from types import ModuleType
 
 import judgeaudit.stages as _package
-from judgeaudit.runner.declare import Stage
+from judgeaudit.stagekit.declare import Stage
 
 
 def module(name: str) -> ModuleType:

@@ -9,9 +9,9 @@ import pandas as pd
 from judgeaudit.config import Params
 from judgeaudit.layout import Layout
 from judgeaudit.pipeline import audit
-from judgeaudit.runner.declare import Stage
-from judgeaudit.runner.io import publish, write
-from judgeaudit.runner.pool import Pool
+from judgeaudit.stagekit.declare import Stage
+from judgeaudit.stagekit.io import publish, write
+from judgeaudit.stagekit.pool import Pool
 from judgeaudit.tables import write_json
 
 STAGE = Stage(name="audit", params=("seed", "leakage", "audit"), deps=("judgments", "prompts"),

@@ -9,9 +9,9 @@ import queue
 from judgeaudit.config import Params
 from judgeaudit.layout import Layout
 from judgeaudit.pipeline import bootstrap, prompts
-from judgeaudit.runner.declare import MODELS, Stage
-from judgeaudit.runner.io import write
-from judgeaudit.runner.pool import Pool
+from judgeaudit.stagekit.declare import MODELS, Stage
+from judgeaudit.stagekit.io import write
+from judgeaudit.stagekit.pool import Pool
 from judgeaudit.schemas.validate import validate_table
 from judgeaudit.tables import write_json
 

@@ -12,9 +12,9 @@ from judgeaudit.config import Params
 from judgeaudit.judging import student_pairs
 from judgeaudit.judging.student_pairs import comparisons
 from judgeaudit.layout import Layout
-from judgeaudit.runner.declare import MODELS, Stage
-from judgeaudit.runner.io import publish
-from judgeaudit.runner.pool import Pool
+from judgeaudit.stagekit.declare import MODELS, Stage
+from judgeaudit.stagekit.io import publish
+from judgeaudit.stagekit.pool import Pool
 
 # scale.shards_per_judge (handed to every stage, tracked by none) cuts the pairs for the pool,
 # not what is judged: the table is sorted into one order below

@@ -11,9 +11,9 @@ from judgeaudit.config import Params
 from judgeaudit.layout import Layout
 from judgeaudit.pipeline import leakage_studies as studies
 from judgeaudit.report.leakage_studies_report import plot_leakage_studies
-from judgeaudit.runner.declare import MODELS, Stage
-from judgeaudit.runner.io import write
-from judgeaudit.runner.pool import Pool
+from judgeaudit.stagekit.declare import MODELS, Stage
+from judgeaudit.stagekit.io import write
+from judgeaudit.stagekit.pool import Pool
 from judgeaudit.tables import write_json
 
 STAGE = Stage(

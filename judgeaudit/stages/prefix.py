@@ -13,9 +13,9 @@ import pandas as pd
 from judgeaudit.config import Params
 from judgeaudit.layout import Layout
 from judgeaudit.pipeline import prefix
-from judgeaudit.runner.declare import MODELS, Stage
-from judgeaudit.runner.io import publish
-from judgeaudit.runner.pool import Pool
+from judgeaudit.stagekit.declare import MODELS, Stage
+from judgeaudit.stagekit.io import publish
+from judgeaudit.stagekit.pool import Pool
 from judgeaudit.tables import write_json
 
 STAGE = Stage(

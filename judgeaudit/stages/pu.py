@@ -11,9 +11,9 @@ from judgeaudit.layout import Layout
 from judgeaudit.pipeline import pu_default
 from judgeaudit.pipeline.pu_default import attack_flip_rates
 from judgeaudit.report.pu_report import default_plots
-from judgeaudit.runner.declare import MODELS, Stage
-from judgeaudit.runner.io import publish, write
-from judgeaudit.runner.pool import Pool
+from judgeaudit.stagekit.declare import MODELS, Stage
+from judgeaudit.stagekit.io import publish, write
+from judgeaudit.stagekit.pool import Pool
 from judgeaudit.tables import write_json
 
 STAGE = Stage(

@@ -11,8 +11,8 @@ import pandas as pd
 from judgeaudit.config import Params
 from judgeaudit.layout import Layout
 from judgeaudit.pipeline import real_judges
-from judgeaudit.runner.declare import Stage
-from judgeaudit.runner.pool import Pool
+from judgeaudit.stagekit.declare import Stage
+from judgeaudit.stagekit.pool import Pool
 
 STAGE = Stage(
     name="real_judges",

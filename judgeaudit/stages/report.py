@@ -13,9 +13,9 @@ from judgeaudit.report.effects import as_metrics, find_effects, write_figures
 from judgeaudit.report.inputs import read_inputs
 from judgeaudit.report.leakage_report import summary_table
 from judgeaudit.report.page import write_report
-from judgeaudit.runner.declare import Stage
-from judgeaudit.runner.io import read
-from judgeaudit.runner.pool import Pool
+from judgeaudit.stagekit.declare import Stage
+from judgeaudit.stagekit.io import read
+from judgeaudit.stagekit.pool import Pool
 from judgeaudit.tables import write_json
 
 STAGE = Stage(

@@ -7,9 +7,9 @@ import pandas as pd
 
 from judgeaudit.config import Params
 from judgeaudit.layout import Layout
-from judgeaudit.runner.declare import MODELS, Stage
-from judgeaudit.runner.io import publish, upstream
-from judgeaudit.runner.pool import Pool
+from judgeaudit.stagekit.declare import MODELS, Stage
+from judgeaudit.stagekit.io import publish, upstream
+from judgeaudit.stagekit.pool import Pool
 from judgeaudit.training import students
 
 STAGE = Stage(name="respond", params=(*MODELS, "generate", "train"),

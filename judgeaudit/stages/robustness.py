@@ -12,9 +12,9 @@ from judgeaudit.config import Params
 from judgeaudit.layout import Layout
 from judgeaudit.pipeline import robustness
 from judgeaudit.report.robustness_report import plot_mitigations
-from judgeaudit.runner.declare import MODELS, Stage
-from judgeaudit.runner.io import publish, write
-from judgeaudit.runner.pool import Pool
+from judgeaudit.stagekit.declare import MODELS, Stage
+from judgeaudit.stagekit.io import publish, write
+from judgeaudit.stagekit.pool import Pool
 from judgeaudit.tables import write_json
 
 STAGE = Stage(

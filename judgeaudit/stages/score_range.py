@@ -13,9 +13,9 @@ from judgeaudit.models import ModelSpec
 from judgeaudit.pipeline import score_range
 from judgeaudit.pipeline.score_range import plot_grid, plot_histograms
 from judgeaudit.report.score_range_report import write_score_range_report
-from judgeaudit.runner.declare import MODELS, Stage
-from judgeaudit.runner.io import publish, write
-from judgeaudit.runner.pool import Pool
+from judgeaudit.stagekit.declare import MODELS, Stage
+from judgeaudit.stagekit.io import publish, write
+from judgeaudit.stagekit.pool import Pool
 from judgeaudit.tables import write_json
 
 STAGE = Stage(

@@ -10,9 +10,9 @@ import pandas as pd
 
 from judgeaudit.config import Params
 from judgeaudit.layout import Layout
-from judgeaudit.runner.declare import MODELS, Stage
-from judgeaudit.runner.io import write
-from judgeaudit.runner.pool import Pool
+from judgeaudit.stagekit.declare import MODELS, Stage
+from judgeaudit.stagekit.io import write
+from judgeaudit.stagekit.pool import Pool
 from judgeaudit.training import students as training
 from judgeaudit.training.students import StudentSettings
 

@@ -21,11 +21,9 @@ def missing_message(path: Path, table: str, by: str, root: Path) -> str:
 def upstream(path: Path, table: str, layout: Layout, required: tuple[str, ...] = ()) -> pd.DataFrame:
     """An earlier stage's table; absent, an error that names the stage to run first."""
     if not path.is_file():
-        from judgeaudit.runner.registry import stages
-        from judgeaudit.runner.declare import TABLES, writer_of
+        from judgeaudit.stagekit.declare import WRITERS
 
-        by = writer_of(table, list(stages())) if table in TABLES else "an earlier"
-        raise FileNotFoundError(missing_message(path, table, by, layout.root))
+        raise FileNotFoundError(missing_message(path, table, WRITERS.get(table, "an earlier"), layout.root))
     return read_table(path, required)
 
 

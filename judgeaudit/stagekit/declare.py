@@ -13,7 +13,8 @@ MODELS = ("seed", "corpus", "embedded", "models", "model_defaults")
 # read by every stage's entry before the stage runs (judgeaudit/dispatch.py, precision.py)
 RUNTIME = ("cpu_dispatch", "precision")
 
-# the tables stages hand each other, by name: their file under the data root
+# the tables stages hand each other, by name: their file under the data root, and the stage
+# that writes it (tests/test_stages.py holds these to the stages' outs)
 TABLES: dict[str, str] = {
     "prompts": "prompts/prompts.parquet",
     "synthetic": "synthetic/answers.parquet",
@@ -23,6 +24,8 @@ TABLES: dict[str, str] = {
     "win_rates": "metrics/win_rates.parquet",
     "pls": "metrics/pls.parquet",
 }
+WRITERS: dict[str, str] = {"prompts": "bootstrap", "synthetic": "generate", "student_index": "train",
+                           "responses": "respond", "judgments": "judge", "win_rates": "audit", "pls": "audit"}
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,6 @@ def table_path(table: str, root: Path) -> Path:
     return Path(root) / TABLES[table]
 
 
-def writer_of(table: str, stages: list[Stage]) -> str:
-    """The stage whose outs hold ``table``."""
-    top = TABLES[table].split("/")[0]
-    return next(s.name for s in stages if top in s.outs)
+def writer_of(table: str) -> str:
+    """The stage that writes ``table``."""
+    return WRITERS[table]
