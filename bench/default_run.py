@@ -12,8 +12,8 @@ checkout's, stage by stage (same outputs = the run reproduces).
     python bench/default_run.py --dispatch compatible --against bench/reference/default-outs-compatible-amd-26-2.json
                                                 # under cpu_dispatch compatible, against another CPU's
                                                 # outputs (--write-outs wrote them there)
-    python bench/default_run.py --prefect-cache # as a rerun on this machine: tasks may be served
-                                                # from Prefect's result storage (~/.prefect/storage)
+    python bench/default_run.py --beside fe6686f  # the same default run of another commit first, in
+                                                # a clone of its own, and the ratio of the two times
 
 Prefect keeps each cached task's result in its result storage, keyed on the task's code closure,
 params sections and input contents (tasks/cache.py), across clones and runs: on a machine that
@@ -169,6 +169,9 @@ def main() -> int:
     ap.add_argument("--prefect-cache", action="store_true",
                     help="use this machine's Prefect result storage (default: an empty one, as on a fresh "
                          "machine)")
+    ap.add_argument("--beside", metavar="REV",
+                    help="first run the default of commit REV in a fresh clone of its own (same hour, same "
+                         "machine), then this one, and print the ratio of their times")
     ap.add_argument("dvc_args", nargs="*", help="after --: arguments for the first dvc repro")
     args = ap.parse_args()
     if (args.seed is not None or args.dispatch) and args.repo:
@@ -181,6 +184,20 @@ def main() -> int:
     if args.dispatch:
         set_param(repo / "params.yaml", "cpu_dispatch", args.dispatch)
     try:
+        beside = None
+        if args.beside:  # the other commit first, in its own clone, with its own code
+            other = ROOT.parent / f"judgeaudit-default-run-{os.getpid()}-{args.beside[:12]}"
+            subprocess.run(["git", "clone", "-q", str(ROOT), str(other)], check=True)
+            subprocess.run(["git", "checkout", "-q", args.beside], cwd=other, check=True)
+            try:
+                with result_storage(fresh=not args.prefect_cache) as env:
+                    _, beside, status = timed_repro(other, args.dvc_args, env)
+                if status:
+                    print(f"{args.beside}: dvc repro exited {status}", file=sys.stderr)
+                    return status
+            finally:
+                if not args.keep:
+                    shutil.rmtree(other, ignore_errors=True)
         speed_before = host_speed()
         with result_storage(fresh=not args.prefect_cache) as env:
             stages, total, status = timed_repro(repo, args.dvc_args, env)
@@ -194,6 +211,9 @@ def main() -> int:
         mean_cores = sum(s * c for _, s, c in stages) / max(sum(s for _, s, _ in stages), 1e-9)
         print(f"| **all {len(stages)} stages** | **{total:.0f}** ({total / 60:.1f} min) | | {mean_cores:.2f} |")
         print(f"second `dvc repro` (nothing to do): {again:.1f} s, exit {status}")
+        if beside is not None:
+            print(f"beside {args.beside}: {beside:.0f} s ({beside / 60:.1f} min) then this tree {total:.0f} s: "
+                  f"ratio {total / beside:.2f}x")
         print("Prefect's result storage: " + ("this machine's" if args.prefect_cache else "an empty one"))
         print(f"host speed (bench/default_run.py host_speed, one-thread training steps/s): "
               f"{speed_before:.1f} before the run, {host_speed():.1f} after")

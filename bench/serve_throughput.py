@@ -28,7 +28,6 @@ import httpx
 
 from judging_throughput import add_scratch_option, scratch_or_model  # bench/ is on the path as a script
 
-from flows.server import free_port
 from judgeaudit.config import load_params
 from judgeaudit.generation.corpus import make_items
 from judgeaudit.models import ModelSpec, load_model
@@ -37,7 +36,8 @@ from judgeaudit.models import ModelSpec, load_model
 _SERVER = """
 import sys, uvicorn
 from judgeaudit.models import ModelSpec, load_model
-from judgeaudit.serve import ServeLimits, make_app
+from judgeaudit.serving.app import make_app
+from judgeaudit.serving.schema import ServeLimits
 if __name__ == "__main__":  # the engine process re-imports this module
     model = load_model(ModelSpec(path=sys.argv[1], chat_template="Q: {prompt}\\nA:", max_length=256), name="judge")
     app = make_app({"judge": model}, ServeLimits(max_batch=int(sys.argv[2]), max_queue=256,
@@ -45,6 +45,15 @@ if __name__ == "__main__":  # the engine process re-imports this module
                    engine=sys.argv[5], engine_threads=int(sys.argv[6]))
     uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[3]), log_level="error")
 """
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on (now)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def _start(model_path: str, max_batch: int, wait_ms: float, engine: str, threads: int

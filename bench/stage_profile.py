@@ -5,12 +5,10 @@ statistics, plots and reports, table validation, imports and the rest (Prefect, 
 bench/default_run.py says how long each stage takes; this says what it spends it on, which
 is what a cut must aim at.
 
-Each stage reruns in place, cold (JUDGEAUDIT_WARM=0) and with an empty Prefect result
-storage, so that every task runs; on the machine that wrote them it rewrites the same bits
-(`dvc status` stays up to date). Started cold, a stage imports torch, transformers and
-Prefect in its own process and in its fork server, where in a DVC run the warm process and
-its fork server (flows/warm.py) have them once for all stages; the temporary Prefect server
-a cold stage starts is left out, a DVC run's stages sharing one. py-spy samples Python
+Each stage reruns in place, as `dvc repro` runs it (its own process, no Prefect server);
+on the machine that wrote them it rewrites the same bits (`dvc status` stays up to date).
+A stage imports torch and transformers in its own process and its fork server's; a
+process of an older layout's Prefect server, if one shows, is left out. py-spy samples Python
 threads: a sample is a thread seen busy, so a torch call on two threads counts once; the
 shares compare kinds of work, not cores. py-spy is not a dependency of judgeaudit:
 `pip install py-spy`.
@@ -48,15 +46,15 @@ KINDS: list[tuple[str, tuple[str, ...]]] = [
     ("validation", ("judgeaudit/schemas/",)),
 ]
 OTHER = "the rest"
-# the temporary Prefect server a cold stage starts is left out: a DVC run's stages share one
+# samples of a Prefect server process (older layouts started one per cold stage) are left out
 SERVER = "-m flows.server"
 
 
 def stage_names() -> list[str]:
     sys.path.insert(0, str(ROOT))
-    from flows.registry import NAMES
+    from judgeaudit.runner.registry import stages
 
-    return list(NAMES)
+    return [s.name for s in stages()]
 
 
 def _in_server(stack: str) -> bool:
@@ -85,7 +83,7 @@ def profile_stage(py_spy: str, repo: Path, stage: str, out: Path, rate: int) -> 
     """(wall seconds, exit status) of ``python -m flows.run STAGE`` in ``repo`` under py-spy,
     its samples written to ``out``."""
     with result_storage() as storage:
-        env = {**os.environ, **storage, "JUDGEAUDIT_WARM": "0", "PYTHONPATH": str(repo)}
+        env = {**os.environ, **storage, "PREFECT_API_URL": "", "PYTHONPATH": str(repo)}
         started = time.monotonic()
         proc = subprocess.run([py_spy, "record", "--subprocesses", "--rate", str(rate), "--format", "raw",
                                "-o", str(out), "--", sys.executable, "-m", "flows.run", stage],

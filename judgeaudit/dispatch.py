@@ -64,15 +64,16 @@ def current() -> dict[str, str]:
 
 
 def setting_in(params_path: str) -> str:
-    """The ``cpu_dispatch`` a params file names (``default`` where it names none, or cannot be
-    read: ``load_params`` reports that file's errors with their place)."""
-    import yaml
+    """The ``cpu_dispatch`` a params file names, or the file it extends (``default`` where
+    none names one, or the file cannot be read: ``load_params`` reports that file's errors
+    with their place)."""
+    from judgeaudit.params_file import ConfigError, read_params_file
 
     try:
-        data = yaml.safe_load(Path(params_path).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
+        data = read_params_file(params_path).data
+    except (OSError, ConfigError):
         return "default"
-    return str(data.get("cpu_dispatch", "default")) if isinstance(data, dict) else "default"
+    return str(data.get("cpu_dispatch", "default"))
 
 
 def cpuinfo_fields(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict[str, str]:

@@ -47,6 +47,14 @@ class Layout:
         return self.root / "metrics"
 
     @property
+    def win_rates(self) -> Path:
+        return self.metrics / "win_rates.parquet"
+
+    @property
+    def pls(self) -> Path:
+        return self.metrics / "pls.parquet"
+
+    @property
     def report(self) -> Path:
         return self.root / "report"
 
@@ -65,6 +73,22 @@ class Layout:
     @property
     def score_range(self) -> Path:
         return self.root / "score_range"
+
+    @property
+    def robustness(self) -> Path:
+        return self.root / "robustness"
+
+    @property
+    def leakage_studies(self) -> Path:
+        return self.root / "leakage_studies"
+
+    @property
+    def real_judges(self) -> Path:
+        return self.root / "real_judges"
+
+    @property
+    def leaderboard(self) -> Path:
+        return self.root / "leaderboard"
 
     @property
     def quarantine(self) -> Path:

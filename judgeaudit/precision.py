@@ -18,17 +18,15 @@ and log-probs stay in float32, and so do the weights. On a CPU with bfloat16 ins
 default``, and ``float32`` elsewhere: where bfloat16 is emulated it is slower (with oneDNN held
 to AVX-512 without bfloat16, 0.9x float32's speed; held to AVX2, as ``cpu_dispatch``'s other
 settings hold it, 0.2x). Like ``cpu_dispatch``, the setting is one for the
-process and its workers: every stage's flow applies the params file's setting to the
-environment (``VARIABLE``; flows.common.load_params), which the workers, Prefect's task key
-and the report read; a library call outside a run is float32."""
+process and its workers: the stage's runner applies the params file's setting
+(judgeaudit/runner/execute.py) and hands it to each worker it starts; a library call outside
+a run is float32."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
-VARIABLE = "JUDGEAUDIT_PRECISION"
 SETTINGS = ("float32", "bfloat16", "auto")
 _NATIVE_BF16 = ("avx512_bf16", "amx_bf16")  # x86 flags of CPUs whose kernels compute in bfloat16
 
@@ -49,17 +47,25 @@ def resolve(setting: str, cpu_dispatch: str = "default") -> str:
     return setting
 
 
+_current = "float32"
+
+
 def apply(setting: str, cpu_dispatch: str = "default") -> None:
-    """Set this process's (and its future workers') precision from the params' settings."""
-    os.environ[VARIABLE] = resolve(setting, cpu_dispatch)
+    """Set this process's precision from the params' settings."""
+    set_current(resolve(setting, cpu_dispatch))
+
+
+def set_current(value: str) -> None:
+    """Set this process's precision, resolved (a stage's worker takes its stage's)."""
+    global _current
+    if value not in ("float32", "bfloat16"):
+        raise ValueError(f"precision {value!r}: expected float32 or bfloat16")
+    _current = value
 
 
 def current() -> str:
     """The precision this process runs in: what ``apply`` set, float32 where nothing did."""
-    value = os.environ.get(VARIABLE, "float32")
-    if value not in ("float32", "bfloat16"):
-        raise ValueError(f"{VARIABLE}={value!r}: expected float32 or bfloat16")
-    return value
+    return _current
 
 
 def mixed() -> bool:

@@ -7,13 +7,13 @@ import atexit
 import os
 import random
 import shutil
+import socket
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-from flows.server import free_port  # noqa: F401  (the serve and endpoint tests' loopback port)
 from judgeaudit.workers import running  # neither gone nor a zombie (Linux /proc)
 from tests.tiny import ROOT, tiny_params, write_tiny_params  # noqa: F401  (tests import them from here)
 
@@ -30,31 +30,11 @@ if "PREFECT_LOCAL_STORAGE_PATH" not in os.environ:
     atexit.register(shutil.rmtree, os.environ["PREFECT_LOCAL_STORAGE_PATH"], ignore_errors=True)
 
 
-def recorded_task_states(flow_run_id, expected: int, within_s: float = 60) -> dict[str, str]:
-    """Name -> final state name of a flow run's task runs, once the server holds all of them.
-
-    Prefect 3 records task-run states from the events the engine emits, so a read right
-    after the flow returns can miss a run or find one whose state is not yet written."""
-    import asyncio
-
-    from prefect.client.orchestration import get_client
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
-
-    async def read():
-        async with get_client() as client:
-            return await client.read_task_runs(flow_run_filter=FlowRunFilter(
-                id=FlowRunFilterId(any_=[flow_run_id])))
-
-    deadline = time.monotonic() + within_s
-    while True:
-        runs = asyncio.run(read())
-        if len(runs) >= expected and all(r.state is not None and r.state.is_final() for r in runs):
-            return {r.name: r.state.name for r in runs}
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{len(runs)} of {expected} task runs of flow run {flow_run_id} "
-                                 f"recorded in a final state after {within_s:.0f} s: "
-                                 f"{[(r.name, r.state and r.state.name) for r in runs]}")
-        time.sleep(0.5)
+def free_port() -> int:
+    """A loopback port nobody listens on (now): the serve and endpoint tests'."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def parent(pid: int) -> int | None:
@@ -75,14 +55,14 @@ def gone(pid: int, within_s: float = 20) -> bool:
 
 @pytest.fixture(autouse=True)
 def _float32_unless_a_run_says():
-    """Each test starts with no precision set (a library call then scores in float32): a
-    test's in-process `judgeaudit run` applies its params' precision to this process's
-    environment, as a stage does, and the next test on this worker must not inherit it."""
-    from judgeaudit.precision import VARIABLE
+    """Each test starts in float32 (a library call outside a run scores so): a test's
+    in-process run applies its params' precision to this process, as a stage does, and the
+    next test on this worker must not inherit it."""
+    from judgeaudit.precision import set_current
 
-    os.environ.pop(VARIABLE, None)
+    set_current("float32")
     yield
-    os.environ.pop(VARIABLE, None)
+    set_current("float32")
 
 
 @pytest.fixture
@@ -161,7 +141,7 @@ def tiny_audit(prefect_server, tmp_path_factory) -> tuple[Path, Path]:
     tests (the end-to-end assertions, the `dvc repro` that must give the same tables, the
     task cache, the kill drill's uninterrupted run): each run costs minutes. Tests read
     it and never write into it."""
-    from flows.stages import full_audit
+    from flows.stage_flow import full_audit
 
     base = tmp_path_factory.mktemp("tiny_audit")
     params = write_tiny_params(base / "params.yaml", processes=2)

@@ -1,5 +1,5 @@
-"""Judging sharded over a real local Dask cluster (two worker processes, Prefect's
-DaskTaskRunner) gives the same verdicts as the single-process run."""
+"""Judging sharded over a real local Dask cluster (two worker processes) gives the same
+verdicts as the single-process run."""
 
 from __future__ import annotations
 
@@ -33,15 +33,15 @@ def _params(tmp_path, tiny_lm, scale: dict):
     return path
 
 
-def test_dask_sharded_judging_matches_single_process(prefect_server, tiny_lm, tmp_path):
-    from flows.stages import judge_flow
+def test_dask_sharded_judging_matches_single_process(tiny_lm, tmp_path):
+    from judgeaudit.runner.execute import execute
     from judgeaudit.tables import write_table
 
     tables = {}
     for scale in ({"runner": "local"}, {"runner": "dask", "workers": 2, "shards_per_judge": 2}):
         root = tmp_path / scale["runner"]
         write_table(_responses(), root / "responses" / "responses.parquet")
-        n = judge_flow(params_path=str(_params(tmp_path, tiny_lm, scale)), root=str(root))
+        n = execute("judge", _params(tmp_path, tiny_lm, scale), root)
         tables[scale["runner"]] = pd.read_parquet(root / "judgments" / "judgments.parquet")
         assert n == 6 * 2 * 4 * 2  # judges x methods x prompts x orders
     local, dask = tables["local"], tables["dask"]

@@ -27,6 +27,11 @@ def test_prefect_yaml_entrypoints_and_schedule():
     assert {"judgeaudit-full-audit", "judgeaudit-reaudit-nightly"} <= names
     nightly = next(d for d in spec["deployments"] if d["name"] == "judgeaudit-reaudit-nightly")
     assert nightly["schedules"][0]["cron"] == "0 3 * * *"
+    from judgeaudit.runner.registry import names
+
+    for dep in spec["deployments"]:  # a stage deployment names a stage that exists
+        if dep["entrypoint"].endswith(":stage_flow"):
+            assert dep["parameters"]["name"] in names(), dep["name"]
 
 
 def test_real_checkpoint_spec_loads_unchanged(tiny_lm, tiny_params_file):
@@ -50,16 +55,17 @@ def test_real_checkpoint_spec_loads_unchanged(tiny_lm, tiny_params_file):
 def test_gpu_pool_deployments_cover_the_gpu_stages():
     """prefect.yaml sends training, responding, judging and scoring to the GPU work pool,
     under the names the GPU-pool audit flow runs them by; params-gpu.yaml is valid."""
-    from flows.stages import GPU_STAGES, STAGES
+    from flows.stage_flow import stage_flow
     from judgeaudit.config import load_params
+    from judgeaudit.runner.registry import stages
 
     spec = yaml.safe_load((ROOT / "prefect.yaml").read_text())
     gpu = {d["name"]: d for d in spec["deployments"] if d["work_pool"]["name"] == "judgeaudit-gpu"}
-    for stage in GPU_STAGES:
+    for stage in (s.name for s in stages() if s.gpu):
         dep = gpu[f"judgeaudit-{stage.replace('_', '-')}-gpu"]
         module, func = dep["entrypoint"].split(":")
         flow = getattr(importlib.import_module(module.removesuffix(".py").replace("/", ".")), func)
-        assert flow is STAGES[stage]
+        assert flow is stage_flow and dep["parameters"]["name"] == stage
         assert dep["parameters"]["params_path"] == "params-gpu.yaml"
     full = next(d for d in spec["deployments"] if d["name"] == "judgeaudit-full-audit-gpu")
     assert full["entrypoint"].endswith(":full_audit_gpu_pool")

@@ -1,5 +1,5 @@
 """Drill: `judgeaudit run` killed (SIGKILL) at a seeded random point leaves no process
-behind (its temporary Prefect server dies with it), and the rerun removes the leftovers of
+behind (its fork server and workers die with it), and the rerun removes the leftovers of
 the interrupted writes and gives the same tables and models as a run that was never
 interrupted. SIGTERM, and SIGKILL with the pool busy: tests/test_kill_drill_pool.py."""
 
@@ -16,14 +16,25 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tasks.cache import path_digest
 from tests.conftest import ROOT, gone, parent
 
 pytestmark = pytest.mark.slow
 
 
+def path_digest(path: Path) -> str:
+    """Content hash of a file, or of every file under a directory."""
+    import hashlib
+
+    h = hashlib.sha256()
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    for f in files:
+        h.update(str(f.relative_to(path) if f != path else f.name).encode())
+        h.update(hashlib.sha256(f.read_bytes()).digest())
+    return h.hexdigest()
+
+
 def _env(tmp_path: Path) -> dict:
-    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}  # its own temporary server
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}  # as `dvc repro` runs it
     return {**env, "PREFECT_HOME": str(tmp_path / "prefect-home")}
 
 
@@ -71,12 +82,12 @@ def _leftovers(root: Path) -> list[Path]:
     return [p for p in root.rglob("*") if p.name.startswith(".") or p.name.endswith(".tmp")]
 
 
-def _start_and_find_server(params: Path, root: Path, env: dict) -> tuple[subprocess.Popen, int]:
+def _start_and_find_fork_server(params: Path, root: Path, env: dict) -> tuple[subprocess.Popen, int]:
+    """The run, and the fork server its pool's workers come from."""
     proc = _run(params, root, env)
     deadline = time.monotonic() + 240
-    while not (server := [c for c in _children(proc.pid)
-                          if b"flows.server\x00child" in Path(f"/proc/{c}/cmdline").read_bytes()]):
-        assert proc.poll() is None and time.monotonic() < deadline, "the run never started its server"
+    while not (server := [c for c in _children(proc.pid) if b"forkserver" in _cmdline(c)]):
+        assert proc.poll() is None and time.monotonic() < deadline, "the run never started its fork server"
         time.sleep(0.1)
     return proc, server[0]
 
@@ -86,12 +97,12 @@ def test_a_killed_run_leaves_nothing_and_the_rerun_matches(tmp_path, pooled_para
     _, clean = tiny_audit  # a run never interrupted: the session's run of the same config (tests/conftest.py)
     killed = tmp_path / "killed"
 
-    proc, server = _start_and_find_server(pooled_params_file, killed, env)
+    proc, server = _start_and_find_fork_server(pooled_params_file, killed, env)
     time.sleep(random.Random(7).uniform(2.0, 12.0))  # a seeded random point: model building, usually
-    started = _descendants(proc.pid)  # the server, the fork server, the pool's workers once they are up
+    started = _descendants(proc.pid)  # the fork server, the pool's workers once they are up
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=60)
-    assert gone(server), "the temporary Prefect server outlived the killed run"
+    assert gone(server), "the fork server outlived the killed run"
     assert [pid for pid in started if not gone(pid)] == [], "a process the killed run started outlived it"
     # what a write killed half-way leaves, whether or not this kill happened to leave it
     (killed / "models" / ".gen-f.k1ll3d00").mkdir(parents=True, exist_ok=True)

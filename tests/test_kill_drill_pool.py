@@ -12,18 +12,18 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import gone
-from tests.test_kill_drill import _descendants, _env, _start_and_find_server, _workers
+from tests.test_kill_drill import _descendants, _env, _start_and_find_fork_server, _workers
 
 pytestmark = pytest.mark.slow
 
 
-def test_sigterm_ends_the_run_and_its_server(tmp_path, pooled_params_file):
+def test_sigterm_ends_the_run_and_its_workers(tmp_path, pooled_params_file):
     root = tmp_path / "data"
-    proc, server = _start_and_find_server(pooled_params_file, root, _env(tmp_path))
+    proc, server = _start_and_find_fork_server(pooled_params_file, root, _env(tmp_path))
     deadline = time.monotonic() + 120
     while len(_workers(proc.pid)) < 2 and time.monotonic() < deadline:
         time.sleep(0.2)
-    started = _descendants(proc.pid)  # the server, the fork server and the two workers
+    started = _descendants(proc.pid)  # the fork server and the two workers
     busy = time.monotonic() + 30  # the workers into their first task (building models)
     while time.monotonic() < busy and not (root / "models").exists():
         time.sleep(0.2)
@@ -33,7 +33,7 @@ def test_sigterm_ends_the_run_and_its_server(tmp_path, pooled_params_file):
     assert proc.wait(timeout=120) == 128 + signal.SIGTERM
     # not after the workers' running tasks (before, Prefect's pool exit waited for them: over 60 s)
     assert time.monotonic() - sent < 20, f"the run took {time.monotonic() - sent:.0f} s to end after SIGTERM"
-    assert gone(server), "the temporary Prefect server outlived the run"
+    assert gone(server), "the fork server outlived the run"
     assert [pid for pid in started if not gone(pid)] == [], "a worker process outlived the run"
 
 
@@ -46,7 +46,7 @@ def test_a_killed_runs_busy_workers_end_with_it(tmp_path, pooled_params_file):
     """SIGKILL while both pool workers are busy: they end within seconds, whether they
     were running a task or still starting up (before, they ran on as orphans for minutes:
     still alive 78 s after the kill in this drill, finishing work nobody would read)."""
-    proc, _ = _start_and_find_server(pooled_params_file, tmp_path / "data", _env(tmp_path))
+    proc, _ = _start_and_find_fork_server(pooled_params_file, tmp_path / "data", _env(tmp_path))
     deadline = time.monotonic() + 240
     while True:
         assert proc.poll() is None and time.monotonic() < deadline, "the workers never got busy"
@@ -60,3 +60,32 @@ def test_a_killed_runs_busy_workers_end_with_it(tmp_path, pooled_params_file):
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=60)
     assert [w for w in workers if not gone(w)] == [], "a worker outlived the killed run"
+
+
+def test_ctrl_c_stops_the_run_within_seconds(tmp_path, pooled_params_file):
+    """Ctrl-C in a terminal sends SIGINT to the whole process group (the run, its fork server,
+    its workers): the run exits 130 within seconds with one line and no traceback, and
+    nothing it started is left running."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    root = tmp_path / "data"
+    proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "run", "bootstrap", "--params",
+                             str(pooled_params_file), "--root", str(root)], cwd=ROOT, env=_env(tmp_path),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 240
+    while len(_workers(proc.pid)) < 2:
+        assert proc.poll() is None and time.monotonic() < deadline, "the workers never started"
+        time.sleep(0.2)
+    time.sleep(2)  # into their first task
+    started = _descendants(proc.pid)
+    sent = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)
+    err = proc.communicate(timeout=60)[1]
+    assert time.monotonic() - sent < 10, f"{time.monotonic() - sent:.0f} s to stop after Ctrl-C"
+    assert proc.returncode == 130 and "Traceback" not in err, err[-2000:]
+    assert "interrupted" in err
+    assert [pid for pid in started if not gone(pid)] == [], "a process the run started outlived Ctrl-C"

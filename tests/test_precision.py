@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 import torch
 import yaml
-from prefect import flow, task
 
 from judgeaudit import precision
 
@@ -50,7 +49,7 @@ def test_bfloat16_scores_close_to_float32_and_generates_the_same_texts(tiny_lm, 
     answers = ["5", "Blue is a colour.", "9 is larger than 7."] * 3
     seen = {}
     for way in ("float32", "bfloat16"):
-        monkeypatch.setenv(precision.VARIABLE, way)
+        monkeypatch.setattr(precision, "_current", way)
         lm = load_model(tiny_lm.spec, name=way)  # its own memo of scores
         seen[way] = (lm.completion_logprobs(prompts, answers)[:, 0],
                      lm.generate(prompts[:3], max_new_tokens=12),
@@ -72,69 +71,38 @@ def test_bfloat16_embeddings_point_where_float32_ones_do(monkeypatch):
     encoder = Encoder()
     vectors = {}
     for way in ("float32", "bfloat16"):
-        monkeypatch.setenv(precision.VARIABLE, way)
+        monkeypatch.setattr(precision, "_current", way)
         vectors[way] = encoder.embed(texts)
     a, b = vectors["float32"], vectors["bfloat16"]
     cosine = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
     assert not np.array_equal(a, b) and cosine.min() > 0.99
 
 
-def test_a_library_call_outside_a_run_is_float32(monkeypatch):
-    monkeypatch.delenv(precision.VARIABLE, raising=False)
-    assert precision.current() == "float32" and not precision.mixed()
-    monkeypatch.setenv(precision.VARIABLE, "half")
-    with pytest.raises(ValueError, match="JUDGEAUDIT_PRECISION='half'"):
-        precision.current()
+def test_a_library_call_outside_a_run_is_float32():
+    probe = "from judgeaudit import precision; print(precision.current(), precision.mixed())"
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.stdout.split() == ["float32", "False"], done.stderr
+    with pytest.raises(ValueError, match="precision 'half'"):
+        precision.set_current("half")
 
 
-def test_a_stage_flows_params_apply_it_and_the_cache_and_report_name_it(tmp_path):
-    path = _params_with(tmp_path, "bfloat16")
-    probe = ("import json\n"
-             "from flows.common import load_params\n"
-             f"assert load_params({str(path)!r}).precision == 'bfloat16'\n"
-             "from tasks.cache import runtime\n"
-             "from judgeaudit.report.machine import machine\n"
-             "print(json.dumps({'cache_env': runtime()['env'], 'report': machine()['precision']}))")
-    env = {k: v for k, v in os.environ.items() if k != precision.VARIABLE} | {"PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", probe], check=False, cwd=ROOT, capture_output=True, text=True,
-                          env=env, timeout=300)
-    assert done.returncode == 0, done.stderr
-    seen = json.loads(done.stdout.splitlines()[-1])
-    assert seen["cache_env"][precision.VARIABLE] == "bfloat16"  # a float32 result is not served
-    assert seen["report"] == "bfloat16"
+def test_a_stage_runs_in_its_params_precision_as_do_its_workers_and_the_report_names_it(tmp_path):
+    """The runner applies the params' precision to the stage's process (no environment
+    variable carries it), hands it to each worker it starts, and the report's machine line
+    names it; a worker's fork server started under another setting does not decide it."""
+    from judgeaudit.config import load_params
+    from judgeaudit.report.machine import machine
+    from judgeaudit.runner.execute import load_params as stage_params
+    from judgeaudit.stagekit.pool import Pool
 
-
-def test_every_stage_flow_applies_the_params_precision():
-    """Each stage's flow starts from flows.common.load_params, which applies the precision:
-    the report's too, which reads no other params but names the precision it ran under."""
-    from flows.registry import STAGES
-
-    for stage in STAGES:
-        source = (ROOT / Path(*stage.module.split("."))).with_suffix(".py").read_text()
-        assert "from flows.common import" in source and "load_params(params_path)" in source, stage.name
-
-
-@task
-def _precision_seen() -> str:
-    return precision.current()
-
-
-@flow
-def _flow_under(params_path: str) -> list[str]:
-    from flows.common import load_params
-    from flows.runners import parallel
-
-    params = load_params(params_path)  # what every stage's flow starts with
-    with parallel(params.scale.model_copy(update={"processes": 2})) as runner:
-        return [f.result() for f in [runner.submit(_precision_seen, {}) for _ in range(2)]]
-
-
-def test_a_flow_run_directly_applies_its_params_precision_to_itself_and_its_workers(prefect_server, tmp_path):
-    """As a deployment or a test runs a stage's flow: not through `python -m flows.run`. The
-    workers take the run's setting even when the fork server was started under another."""
     for way in ("bfloat16", "float32", "bfloat16"):
-        assert _flow_under(str(_params_with(tmp_path, way))) == [way, way]
-        assert precision.current() == way
+        path = _params_with(tmp_path, way)
+        assert stage_params(path).precision == way == precision.current()
+        assert machine()["precision"] == way
+        with Pool("probe", workers=2) as pool:
+            assert [pool.submit(precision.current).result() for _ in range(2)] == [way, way]
+    assert load_params(path).precision == "bfloat16"
 
 
 def test_bfloat16_under_a_capped_dispatch_is_refused_naming_both_settings(tmp_path):

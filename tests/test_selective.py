@@ -141,7 +141,7 @@ def test_the_guarantee_holds_on_the_true_error_rate():
 
 
 def test_the_commands_say_what_each_judge_keeps():
-    from flows.cli import _selective_line
+    from judgeaudit.cli.verdicts import _selective_line
 
     every = {"estimate": 0.7, "ci_low": 0.6, "ci_high": 0.8, "n": 100}
     none = {"estimate": None, "ci_low": None, "ci_high": None, "n": 0}
@@ -229,7 +229,7 @@ def test_a_confidence_that_ranks_on_plain_pairs_and_runs_backwards_on_adversaria
         auroc(plain.confidence.to_numpy()[None], plain.correct.to_numpy()[None])[0])
     assert ci.loc[("plain", "auroc"), "n"] == 300
     # the summary and the command's line carry the per-subset figures, from the worst to the best
-    from flows.cli import _selective_line
+    from judgeaudit.cli.verdicts import _selective_line
     from judgeaudit.pipeline.real_judges import trust_or_escalate
 
     record = trust_or_escalate(result)[0]
@@ -307,7 +307,7 @@ def test_the_reliability_diagram_is_the_share_right_per_bin_of_confidence(tmp_pa
     assert top.pairs == pairs and top.ci_method == "exact"
     assert top.ci_low == pytest.approx(((1 - FAST.confidence) / 2) ** (1 / pairs)) and top.ci_low < 0.95
     # the diagrams, a panel per judge: a source with fewer judges leaves its other panels blank
-    from judgeaudit.report.judge_report import plot_reliability
+    from judgeaudit.report.selective_report import plot_reliability
 
     other = bins[bins.judge == "calibrated"].assign(source="other")
     kept = selective(table, chosen, SelectiveSettings(splits=10), FAST)

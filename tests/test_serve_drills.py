@@ -18,7 +18,8 @@ import httpx
 import pytest
 import uvicorn
 
-from judgeaudit.serve import ServeLimits, make_app
+from judgeaudit.serving.app import make_app
+from judgeaudit.serving.schema import ServeLimits
 from tests.conftest import free_port
 
 
@@ -185,13 +186,13 @@ def test_the_queue_is_bounded(tiny_lm):
 def test_requests_arriving_apart_share_one_prefill_and_a_lone_one_does_not_wait(tiny_lm):
     """The batching window: under a load of four, four requests arriving 40 ms apart are
     prefilled together; a request alone (the last second's load was one) is not held."""
-    from judgeaudit.serve import Batcher, _Job
+    from judgeaudit.serving.batching import Batcher, Job
 
     window = 2000.0
     batcher = Batcher({"tiny": tiny_lm}, ServeLimits(max_batch=16, batch_wait_ms=window))
 
-    def job(k: int) -> _Job:
-        return _Job("tiny", f"Q: What is {k} plus 1?\nA:", 4, 0.0, 0, 0)
+    def job(k: int) -> Job:
+        return Job("tiny", f"Q: What is {k} plus 1?\nA:", 4, 0.0, 0, 0)
 
     for f in [batcher.submit(job(k)) for k in range(4)]:  # a load of four
         f.result(timeout=60)

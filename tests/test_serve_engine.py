@@ -17,7 +17,7 @@ from tests.conftest import free_port
 _SERVER = """
 import sys, uvicorn
 from judgeaudit.models import ModelSpec, load_model
-from judgeaudit.serve import make_app
+from judgeaudit.serving.app import make_app
 if __name__ == "__main__":
     app = make_app({"tiny": load_model(ModelSpec(path=sys.argv[1]), name="tiny")}, engine="process",
                    engine_threads=1)

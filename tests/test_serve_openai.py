@@ -13,7 +13,8 @@ import uvicorn
 
 from judgeaudit.models import ModelSpec, load_model
 from judgeaudit.models.openai_api import EndpointError, candidate_logprobs
-from judgeaudit.serve import ServeLimits, make_app
+from judgeaudit.serving.app import make_app
+from judgeaudit.serving.schema import ServeLimits
 from tests.conftest import free_port
 
 PROMPTS = ["What is 2 plus 3?", "What is the capital of Peru?", "What colour is snow?"]

@@ -41,6 +41,7 @@ from judgeaudit.audits.boat import apply_bag, sample_bag
 from judgeaudit.audits.stats import BootstrapSettings, joint_bootstrap, mean_ci
 from judgeaudit.generation.corpus import ANIMALS, ANTONYMS, CAPITALS, COLOURS, UNITS, Item
 from judgeaudit.generation.mcq import MCQ
+from judgeaudit.judging.modes import mode_type
 from judgeaudit.models.base import LanguageModel
 
 _POOLS = {"capital": sorted(CAPITALS), "antonym": sorted(ANTONYMS), "colour": sorted(COLOURS),
@@ -180,18 +181,29 @@ def boat_rephrase(mcqs: Sequence[MCQ], strength: float, seed: int) -> list[Probe
 
 
 def confidences(judge: LanguageModel, probes: Sequence[ProbeItem], mode: str = "prompted") -> np.ndarray:
-    """1-10 confidence that each label holds: the expected value over the score tokens
-    after a rating prompt ("prompted"), or 1 + 9 x the label's likelihood share against a
-    fixed refusal ("likelihood", for models that cannot follow the prompt)."""
-    if mode == "prompted":
-        prompts = [judge.format_prompt(f"Question: {p.question}\nProposed answer: {p.label}\n"
-                                       "How confident are you, from 1 to 10, that the proposed answer "
-                                       "is correct? Confidence:") for p in probes]
-        scores = [str(s) for s in range(1, 11)]
-        logp = judge.next_token_logprobs(prompts, [" " + s for s in scores])
-        prob = np.exp(logp - logp.max(axis=1, keepdims=True))
-        prob /= prob.sum(axis=1, keepdims=True)
-        return prob @ np.arange(1, 11)
+    """1-10 confidence that each label holds, read the way the judge's verdict mode (a
+    registered one) reads verdicts: from next-token log-probs, the expected value over the
+    score tokens after a rating prompt (``rated_confidences``); otherwise from likelihoods
+    (``likelihood_confidences``, for models that cannot follow the prompt)."""
+    if mode_type(mode).rates_in_tokens:
+        return rated_confidences(judge, probes)
+    return likelihood_confidences(judge, probes)
+
+
+def rated_confidences(judge: LanguageModel, probes: Sequence[ProbeItem]) -> np.ndarray:
+    """The expected 1-10 rating over the score tokens after a rating prompt."""
+    prompts = [judge.format_prompt(f"Question: {p.question}\nProposed answer: {p.label}\n"
+                                   "How confident are you, from 1 to 10, that the proposed answer "
+                                   "is correct? Confidence:") for p in probes]
+    scores = [str(s) for s in range(1, 11)]
+    logp = judge.next_token_logprobs(prompts, [" " + s for s in scores])
+    prob = np.exp(logp - logp.max(axis=1, keepdims=True))
+    prob /= prob.sum(axis=1, keepdims=True)
+    return prob @ np.arange(1, 11)
+
+
+def likelihood_confidences(judge: LanguageModel, probes: Sequence[ProbeItem]) -> np.ndarray:
+    """1 + 9 x the label's likelihood share against a fixed refusal."""
     prompts = [judge.format_prompt(p.question) for p in probes]
     lp = judge.completion_logprobs(prompts, [p.label for p in probes])
     alt = judge.completion_logprobs(prompts, ["I do not know."] * len(probes))

@@ -10,6 +10,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from judgeaudit.vocabulary import CATEGORIES, SUBJECTIVE
+
 CAPITALS = {
     "France": "Paris", "Spain": "Madrid", "Italy": "Rome", "Germany": "Berlin",
     "Japan": "Tokyo", "Egypt": "Cairo", "Kenya": "Nairobi", "Peru": "Lima",
@@ -46,9 +48,6 @@ PICKS = {"season": ("spring", "summer", "autumn", "winter"),
          "hobby": ("reading", "painting", "hiking", "cooking", "chess", "gardening"),
          "drink": ("tea", "coffee", "cocoa", "lemonade", "juice")}
 
-CATEGORIES = ("arithmetic", "capital", "antonym", "colour", "units", "compare", "animal")
-# open tasks with no single right answer, where a response's style is all its own
-SUBJECTIVE = ("describe", "suggest", "opinion")
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,9 @@ from __future__ import annotations
 import random
 
 from judgeaudit.generation.corpus import Item
+from judgeaudit.vocabulary import STYLES
 
-# Each style: a few wordings so a model learns a distribution, not one string.
+# Each style of STYLES, in its order: a few wordings so a model learns a distribution, not one string.
 _STYLES: dict[str, list[str]] = {
     # markdown, bold headline, verbose and formal
     "formal": [
@@ -29,8 +30,6 @@ _STYLES: dict[str, list[str]] = {
     # neutral house style for the unrelated model and the student bases
     "plain": ["The answer is {fact}.", "It is {fact}, because {why}.", "{Why}."],
 }
-
-STYLES = tuple(_STYLES)
 
 
 def render(item: Item, style: str, rng: random.Random, fact: str | None = None) -> str:

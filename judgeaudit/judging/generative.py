@@ -13,16 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from judgeaudit.models.base import LanguageModel
-
-GENERATIVE_TEMPLATE = (
-    "Please act as an impartial judge and evaluate the quality of the responses provided by two AI "
-    "assistants to the user question displayed below. Avoid any position biases and do not let the "
-    "length of the responses or the names of the assistants influence your evaluation. After "
-    "providing your explanation, output your final verdict by strictly following this format: "
-    "\"[[A]]\" if assistant A is better, \"[[B]]\" if assistant B is better, and \"[[C]]\" for a tie.\n\n"
-    "[User Question]\n{question}\n\n[The Start of Assistant A's Answer]\n{answer_a}\n"
-    "[The End of Assistant A's Answer]\n\n[The Start of Assistant B's Answer]\n{answer_b}\n"
-    "[The End of Assistant B's Answer]")
+from judgeaudit.templates import GENERATIVE_TEMPLATE  # noqa: F401 -- importable from here, as before
 
 UNPARSEABLE = "unparseable"
 _TAG = re.compile(r"\[\[([ABC])\]\]")

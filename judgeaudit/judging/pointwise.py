@@ -17,9 +17,7 @@ import numpy as np
 from scipy.special import log_softmax, softmax
 
 from judgeaudit.models.base import LanguageModel
-
-SCORE_TEMPLATE = ("Rate the answer to the question on a scale from {low} to {high}, where {high} is "
-                  "best.\nQuestion: {question}\nAnswer: {answer}\nScore:")
+from judgeaudit.templates import SCORE_TEMPLATE
 
 
 def score_tokens(low: int, high: int) -> list[str]:

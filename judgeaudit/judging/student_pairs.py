@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from judgeaudit.attacks.rewriter import attack_texts
-from judgeaudit.config import Judge, JudgeMode
+from judgeaudit.config import Judge
 from judgeaudit.judging.both_orders import verdicts_both_orders
 from judgeaudit.judging.pairwise import binary_verdict
 from judgeaudit.models import load_model
@@ -30,7 +30,7 @@ class RosterJudge:
     tier: str
     related_generator: str | None
     spec: ModelSpec
-    mode: JudgeMode
+    mode: str  # a registered verdict mode (judging.modes)
 
     @property
     def role(self) -> dict:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-BACKENDS = ("transformers", "vllm", "openai")
+from judgeaudit.models.registry import check_backend
 
 
 class ModelSpec(BaseModel):
@@ -16,7 +16,7 @@ class ModelSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    backend: Literal["transformers", "vllm", "openai"] = "transformers"
+    backend: str = "transformers"  # a registered backend (models.registry): transformers, vllm, openai
     path: str = Field(description="local checkpoint directory or hub id; for openai: the served model name")
     dtype: Literal["auto", "float32", "float16", "bfloat16"] = "float32"
     device: str = "cpu"  # "cpu", "cuda", "cuda:1", or "auto"
@@ -38,6 +38,11 @@ class ModelSpec(BaseModel):
     # vllm backend
     gpu_memory_utilization: float = Field(default=0.85, gt=0, le=1)
     tensor_parallel_size: int = Field(default=1, ge=1)
+
+    @field_validator("backend")
+    @classmethod
+    def _backend(cls, value: str) -> str:
+        return check_backend(value)
 
     @property
     def weight_bytes(self) -> int:

@@ -9,6 +9,12 @@ Intervals are found by their keys: ``ci_low``/``ci_high`` (the estimate beside t
 ``estimate``, ``pls``, ``accuracy`` or ``flip_rate``) or ``<name>_ci_low``/``<name>_ci_high`` (the estimate as
 ``<name>``). A row of a list is named by its text fields (judge, attack, tier...), so the
 same row is matched across runs whatever its position.
+
+``write_figures`` writes every interval, and whether it is an effect, to
+``<root>/figures.json``: the file dvc.yaml declares as the report stage's metric with
+``cache: false``, so git keeps it beside dvc.lock and ``dvc metrics diff`` compares a rerun
+with the committed figures on any clone (``judgeaudit agree``, judgeaudit/report/agreement.py,
+applies a tolerance to that diff).
 """
 
 from __future__ import annotations
@@ -17,6 +23,11 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from judgeaudit.tables import write_json
+
+FIGURES = "figures.json"  # in the data root, beside the stages' folders (no stage's out)
+DIGITS = 6  # significant digits the figures file keeps
 
 
 @dataclass(frozen=True)
@@ -94,3 +105,27 @@ def as_metrics(effects: dict[str, Effect]) -> dict[str, dict[str, dict[str, floa
         fields = {"estimate": e.estimate, "ci_low": e.ci_low, "ci_high": e.ci_high, "n": e.n}
         out.setdefault(stage, {})[path] = {k: v for k, v in fields.items() if v is not None}
     return out
+
+
+def _rounded(x: float | int | None) -> float | int | None:
+    """``x`` to ``DIGITS`` significant digits (integers kept): a rerun whose floats differ in
+    their last bits (another CPU's summation order) writes the same figure, but for one at a
+    rounding boundary, so ``dvc metrics diff`` lists the figures that moved, not the noise."""
+    return float(f"{x:.{DIGITS}g}") if isinstance(x, float) else x
+
+
+def as_figures(effects: dict[str, Effect]) -> dict[str, dict[str, dict[str, float | int]]]:
+    """``as_metrics`` to ``DIGITS`` significant digits, each interval with ``effect``: its
+    ``Effect.sign`` (+1 or -1 when it excludes zero on that side, 0 when it includes zero),
+    taken from the unrounded bounds."""
+    return {stage: {path: {**{k: _rounded(v) for k, v in fields.items()},
+                           "effect": effects[f"{stage}: {path}"].sign}
+                    for path, fields in rows.items()}
+            for stage, rows in as_metrics(effects).items()}
+
+
+def write_figures(root: Path, path: Path | None = None) -> Path:
+    """Every interval of the stage summaries under ``root`` (``as_figures``) as JSON at
+    ``path`` (default ``<root>/figures.json``): keys sorted and floats rounded, so the same
+    summaries always give the same bytes."""
+    return write_json(as_figures(find_effects(Path(root))), Path(root) / FIGURES if path is None else path)

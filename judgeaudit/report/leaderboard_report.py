@@ -15,7 +15,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from judgeaudit.audits.position_one_order import POOLED  # noqa: E402
-from judgeaudit.report.judge_report import STYLE, _fmt, _saved  # noqa: E402
+from judgeaudit.report.format import STYLE, judge_table  # noqa: E402
+from judgeaudit.report.plots import save  # noqa: E402
 from judgeaudit.report.self_preference_report import self_preference_section  # noqa: E402
 from judgeaudit.tables import write_json  # noqa: E402
 
@@ -40,7 +41,7 @@ def plot_raw_vs_controlled(board: pd.DataFrame, path: Path) -> Path:
         ax.set_ylabel(f"{title} win rate (%)")
         ax.set_title(f"raw against {title} (red: flagged as gamed)", fontsize=10)
     fig.tight_layout()
-    return _saved(fig, path)
+    return save(fig, path)
 
 
 def plot_bt(board: pd.DataFrame, path: Path) -> Path:
@@ -53,7 +54,7 @@ def plot_bt(board: pd.DataFrame, path: Path) -> Path:
     ax.axvline(1000, color="grey", lw=0.6, ls=":")
     ax.set_xlabel("Bradley-Terry score against the baseline (Elo scale, 95% CI)")
     fig.tight_layout()
-    return _saved(fig, path)
+    return save(fig, path)
 
 
 def plot_rank_shifts(ranks: pd.DataFrame, path: Path) -> Path:
@@ -67,7 +68,7 @@ def plot_rank_shifts(ranks: pd.DataFrame, path: Path) -> Path:
     ax.invert_yaxis()
     ax.set_ylabel("rank (1 = best); red: moved 5 or more places")
     fig.tight_layout()
-    return _saved(fig, path)
+    return save(fig, path)
 
 
 def plot_position(position: pd.DataFrame, path: Path) -> Path:
@@ -91,7 +92,7 @@ def plot_position(position: pd.DataFrame, path: Path) -> Path:
     axes[1].set_xlabel("shown first - shown second (points, 95% CI over instructions)")
     fig.suptitle(f"position: {', '.join(sorted(rows.judge.unique()))}", fontsize=10)
     fig.tight_layout()
-    return _saved(fig, path)
+    return save(fig, path)
 
 
 def position_html(summary: dict, image: str | None) -> str:
@@ -136,13 +137,13 @@ def write_leaderboard_report(result, out: Path) -> Path:
             f"not overlap): {summary['separability_bt']:.1%}.</p>",
             "<h2>Gamed entries</h2>",
             "<p>Flagged: outputs barely depend on the instruction (median similarity of a model's outputs to two "
-            "different instructions).</p>" + (_fmt(flagged.drop(columns=["flagged"])) if len(flagged) else
+            "different instructions).</p>" + (judge_table(flagged.drop(columns=["flagged"])) if len(flagged) else
                                               "<p>None.</p>"),
-            "<h2>Against the leaderboard's own figures</h2>", _fmt(pub) if len(pub) else "<p>No published figures.</p>",
+            "<h2>Against the leaderboard's own figures</h2>", judge_table(pub) if len(pub) else "<p>No published figures.</p>",
             "".join(f"<img src='{p.name}' alt='{html.escape(p.stem)}'>" for p in pngs),
             "<h2>Length-gamed variants: spread of each base model's variants (points, 95% CI)</h2>",
-            _fmt(result.gameability), position_html(summary, position_png.name if position_png else None),
-            "<h2>All models</h2>", _fmt(table),
+            judge_table(result.gameability), position_html(summary, position_png.name if position_png else None),
+            "<h2>All models</h2>", judge_table(table),
             self_preference_section(summary, out), "</body></html>"]
     path = out / "leaderboard.html"
     path.write_text("\n".join(body))
@@ -170,5 +171,5 @@ def leaderboard_section(board: pd.DataFrame, summary: dict, out_dir: Path, stage
             f"<p>{summary['models']} models; flagged as gamed (outputs that do not depend on the instruction): "
             f"{html.escape(', '.join(summary['flagged']) or 'none')}. Separability of Bradley-Terry 95% CIs: "
             f"{summary['separability_bt']:.1%}.</p><p>Against the leaderboard's own published figures:</p>"
-            + (_fmt(pub) if len(pub) else "") + f"<img src='{png.name}' alt='raw against controlled'>" + _fmt(top)
+            + (judge_table(pub) if len(pub) else "") + f"<img src='{png.name}' alt='raw against controlled'>" + judge_table(top)
             + position_html(summary, position_png) + judges)

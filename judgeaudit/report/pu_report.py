@@ -1,4 +1,4 @@
-"""Plots and tables of the PU audit."""
+"""Plots and tables of the PU audit, and its section of the audit report."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from matplotlib.collections import LineCollection  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from judgeaudit.report.format import copy_images, html_table  # noqa: E402
 from judgeaudit.tables import write_json, write_table  # noqa: E402
 
 
@@ -170,3 +171,38 @@ def default_plots(table: pd.DataFrame, items: pd.DataFrame, sens: pd.DataFrame, 
     for condition, sub in items.groupby("condition", sort=False):
         paths[f"scores_{condition}"] = plot_scores(sub, eta, out_dir / f"scores_{condition}.png")
     return paths
+
+
+def pu_section(pu: dict | None, out_dir: Path) -> str:
+    """The PU audit's HTML, with the stage's plots copied beside the report; "" where it did not run."""
+    if not pu or "consistency" not in pu:
+        return ""
+    cols = ["judge", "condition", "n_pairs", "n_excluded", "cons_orig", "cons_orig_std", "cons_orig_ci_low",
+            "cons_orig_ci_high", "cons_adj", "cons_adj_std", "cons_adj_ci_low", "cons_adj_ci_high",
+            "flip_rate"]
+    cons = pd.DataFrame(pu["consistency"])
+    text = ("<h2>PU audit of the judges (known-quality pairs)</h2><p>Consistency of each judge "
+            "with the known-correct answer before (orig) and after (adj) the partial-OT "
+            "adjustment, mean and std over splits, 95% CI over pairs; clean and after each "
+            "presentation attack on the response the judge made lose. Pairs that a judge tied (no "
+            "order decided) are excluded and counted (n_excluded); under attack the verified positives "
+            "are the clean verdicts of the same pairs, only the unlabelled ones are attacked.</p>"
+            + html_table(cons[[c for c in cols if c in cons]])
+            + "<h3>Attack flip rates</h3>" + html_table(pd.DataFrame(pu["attack_flip_rates"])))
+    if pu.get("sensitivity"):
+        sens = pd.DataFrame(pu["sensitivity"]).assign(gain=lambda d: d.cons_adj - d.cons_orig)
+        grid = sens.pivot_table(index=["condition", "p_ratio"], columns="m_scale", values="gain").round(3)
+        grid.columns = [f"gain, m x {m:g}" for m in grid.columns]
+        text += ("<h3>Sensitivity: share verified (p_ratio) x transport fraction (m scale)</h3><p>Mean over "
+                 "judges of Cons_adj - Cons_orig.</p>" + html_table(grid.reset_index()))
+    if pu.get("encoders"):
+        enc = pd.DataFrame(pu["encoders"])
+        orig = enc.groupby(["judge", "condition"], sort=False)["cons_orig"].first().rename("cons_orig")
+        enc = pd.concat([orig, enc.pivot_table(index=["judge", "condition"], columns="encoder", values="cons_adj",
+                                               sort=False)], axis=1).round(3)
+        text += ("<h3>Encoder comparison</h3><p>Cons_adj (all question types) with each encoder F(x, o) on the "
+                 "same verdicts: the shipped MiniLM (mean pooling) against a decoder read at its last token, "
+                 "as a reward model reads a response.</p>" + html_table(enc.reset_index()))
+    if pu.get("plots") and pu.get("dir"):
+        text += copy_images(pu["plots"], Path(pu["dir"]), out_dir, "pu_")
+    return text

@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from judgeaudit.report.format import copy_images, html_table
+
 LABELS = {"greedy": "greedy", "expected": "expected", "cd_greedy": "CD greedy", "cd_expected": "CD expected",
           "assistant_greedy": "assistant alone (greedy)"}
 
@@ -97,3 +99,17 @@ def write_score_range_report(corr: pd.DataFrame, summary: dict, path: Path) -> P
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     return path
+
+
+def score_range_section(score_range: dict | None, out_dir: Path) -> str:
+    """The score-range audit's HTML, its plots copied beside the report; "" where it did not run."""
+    if not score_range:
+        return ""
+    imgs = copy_images({"scores given per range": "histograms.png", "lambda x t grid": "grid.png"},
+                       Path(score_range["dir"]), out_dir, "score_range_") if score_range.get("dir") else ""
+    return ("<h2>Score-range bias and contrastive decoding</h2><p>Pointwise judges score the same graded "
+            "answers under each range; correlation with the reference scores (95% bootstrap CIs, n answers "
+            "in the test split), greedy vs contrastive decoding with a smaller same-family assistant.</p>"
+            + html_table(correlation_grid(score_range["correlations"]))
+            + f"<h3>Does the assistant share the bias?</h3><p>{FAVOURED_NOTE}</p>"
+            + html_table(favoured_table(score_range["summary"])) + imgs)

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from judgeaudit.report.judge_report import _fmt  # noqa: E402
+from judgeaudit.report.format import judge_table  # noqa: E402
 
 Z95 = 1.96
 
@@ -92,7 +92,7 @@ def self_preference_section(summary: dict, out_dir: Path, image_dir: Path | None
                      f"{check['max_lc_se_over_bound']:.2f} (LC), so the bound holds and is conservative.</p>")
     if pub:
         lines.append(f"<p>The {html.escape(pub['judge'])} board's published rows against our recomputation from its "
-                     f"annotations: {_fmt(pd.DataFrame({k: v for k, v in pub.items() if k != 'judge'}))}</p>")
-    lines += [_fmt(gaps[cols]), f"<img src='{png.name}' alt='self-preference'>",
-              "<h3>Rank each judge gives (1 = best of the non-baseline models)</h3>", _fmt(wide)]
+                     f"annotations: {judge_table(pd.DataFrame({k: v for k, v in pub.items() if k != 'judge'}))}</p>")
+    lines += [judge_table(gaps[cols]), f"<img src='{png.name}' alt='self-preference'>",
+              "<h3>Rank each judge gives (1 = best of the non-baseline models)</h3>", judge_table(wide)]
     return "\n".join(lines)

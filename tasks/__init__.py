@@ -1,1 +1,0 @@
-"""Prefect tasks shared by the flows: cached I/O and validation."""
