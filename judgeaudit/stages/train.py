@@ -21,8 +21,8 @@ STAGE = Stage(name="train",
               deps=("synthetic", "models"), outs=("students",), reads=("synthetic",), pool=True, gpu=True)
 
 # a method's training per byte of weights, to start the longest first (in turn, the largest
-# base's DPO students came last): DPO scores the policy and the reference on both answers
-# (a DPO student took 1.3 to 1.6x an SFT one's time here), ICL trains nothing
+# base's DPO students came last): DPO scores the policy and the reference on both answers,
+# so it costs more than SFT; ICL trains nothing
 _COST = {"dpo": 1.5, "sft": 1.0, "icl": 0.0}
 
 
