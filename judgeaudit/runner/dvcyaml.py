@@ -45,11 +45,9 @@ def _imports(module: str) -> frozenset[str]:
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
+            if node.level:  # followed by name only: a relative one would drop out of the deps
+                raise ValueError(f"{path}:{node.lineno}: write the import absolute (judgeaudit deps follows names)")
             base = node.module or ""
-            if node.level:
-                parts = module.split(".")[: -node.level] if path.name != "__init__.py" else \
-                    module.split(".")[: len(module.split(".")) - node.level + 1]
-                base = ".".join(parts + ([node.module] if node.module else []))
             found |= {f"{base}.{a.name}" if module_file(f"{base}.{a.name}") else base for a in node.names}
     return frozenset(m for m in found if module_file(m))
 
