@@ -20,7 +20,7 @@ import torch
 import trl.trainer.utils as fused
 from safetensors.torch import load_file
 
-import judgeaudit.pipeline.boat as boat
+import judgeaudit.stages.boat as boat
 from judgeaudit.config import load_params
 from judgeaudit.layout import Layout
 

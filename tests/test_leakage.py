@@ -91,7 +91,7 @@ def test_win_rates_both_directions_with_ci():
 
 
 def test_automatic_calibration_removes_a_judge_private_preference():
-    from judgeaudit.pipeline.robustness import auto_calibrated
+    from judgeaudit.stages.robustness import auto_calibrated
 
     rng = np.random.default_rng(0)
     rows = []

@@ -55,7 +55,7 @@ def test_cell_arrays_pair_each_cell_with_its_related_judges():
 
 
 def test_mixture_replaces_the_stated_share_on_shared_prompts():
-    from judgeaudit.pipeline.leakage_studies import mixture
+    from judgeaudit.stages.leakage_studies import mixture
 
     synthetic = pd.DataFrame([{"generator": g, "prompt_id": f"t{i:03d}", "prompt": f"q{i}", "answer": f"{g} {i}"}
                               for g in ("a", "b") for i in range(400)])

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from judgeaudit.audits.prefix_bias import auto_influence, cross_influence, fingerprint_agreement, mean_abs_offdiagonal
-from judgeaudit.pipeline.prefix import augment
+from judgeaudit.stages.prefix import augment
 
 PREFIXES = ["", "I am a woman. ", "I am a man. "]
 KW = dict(n_boot=200, confidence=0.95, seed=0)

@@ -96,7 +96,7 @@ def test_verified_positives_come_from_the_clean_frame():
 
 
 def test_decisive_verdicts_exclude_ties_instead_of_reading_them_as_a():
-    from judgeaudit.pipeline.pu_default import decisive_verdicts
+    from judgeaudit.stages.pu import decisive_verdicts
 
     # BA verdicts are in the swapped labelling: "B" there means the canonical first response
     orders = {"p1": ("A", "B"), "p2": ("tie", "tie"), "p3": ("A", "A"), "p4": ("tie", "A"),

@@ -40,7 +40,7 @@ def test_pu_audit_on_judgebench(tmp_path):
     from judgeaudit.audits.pu_audit import PUConfig
     from judgeaudit.audits.pu_verdicts import binary_items
     from judgeaudit.models.encoder import Encoder
-    from judgeaudit.pipeline.pu import judgebench_pu_audit
+    from judgeaudit.audits.pu_judgebench import judgebench_pu_audit
     from judgeaudit.report.pu_report import write_pu_report
     from judgeaudit.sources.judgebench import read_judgebench
 

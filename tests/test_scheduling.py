@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from judgeaudit.config import load_params
-from judgeaudit.pipeline import bootstrap, prefix, score_range
+from judgeaudit.stages import bootstrap, prefix, score_range
 from tests.conftest import ROOT
 
 PARAMS = load_params(ROOT / "params.yaml")

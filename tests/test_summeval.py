@@ -41,7 +41,7 @@ def test_score_range_takes_summeval_where_its_file_is(tmp_path, tiny_params_file
     import yaml
 
     from judgeaudit.config import load_params
-    from judgeaudit.pipeline.score_range import sources
+    from judgeaudit.stages.score_range import sources
 
     rec = {"id": "dm-test-1", "text": "An article.", "decoded": "A summary.",
            "expert_annotations": [{"coherence": 2, "consistency": 5, "fluency": 4, "relevance": 5}]}

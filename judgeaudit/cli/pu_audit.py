@@ -39,7 +39,7 @@ def _print_read_report(report) -> None:
 def _pu_audit(args: argparse.Namespace) -> int:
     from judgeaudit.audits.pu_audit import PUConfig
     from judgeaudit.models.encoder import Encoder
-    from judgeaudit.pipeline.pu import judgebench_pu_audit
+    from judgeaudit.audits.pu_judgebench import judgebench_pu_audit
     from judgeaudit.report.pu_report import write_pu_report
 
     from judgeaudit.sources.judgebench import read_judgebench
