@@ -1,6 +1,7 @@
 """The ``generative`` verdict mode: the judge writes its reasoning and a final "[[A]]",
-"[[B]]" or "[[C]]" tag, parsed strictly (``judging.generative``); its verdicts carry no
-probabilities, so ``p_a`` is 1, 0, 0.5 or nan (unparseable)."""
+"[[B]]" or "[[C]]" tag, parsed strictly (``judging.generative``: exactly one distinct tag of
+the judge's own, outside quoted or echoed text); its verdicts carry no probabilities, so
+``p_a`` is 1, 0, 0.5 or nan (unparseable, its reason in ``unparseable_reason``)."""
 
 from __future__ import annotations
 
@@ -29,12 +30,14 @@ class Generative(VerdictMode):
 
     def both_orders(self, model: LanguageModel, prompts: list[str], answers_1: list[str], answers_2: list[str],
                     seed: int) -> dict[str, dict]:
-        """Verdict, p_a, the judge's output, its attempts and the verdict tags it quoted instead of casting."""
+        """Verdict, p_a, the judge's output, its attempts, the verdict tags it quoted instead of
+        casting, and why a verdict is unparseable (None where it parsed)."""
         orders = {}
         for order, (first, second) in (("AB", (answers_1, answers_2)), ("BA", (answers_2, answers_1))):
             got = generative_verdicts(model, self.generative_template, prompts, first, second,
                                       max_new_tokens=self.max_new_tokens,
                                       retry_temperature=self.retry_temperature, seed=seed)
             orders[order] = dict(verdict=got.verdicts, p_a=[_P_A[v] for v in got.verdicts], attempts=got.attempts,
-                                 output=got.outputs, quoted_tags=got.quoted)
+                                 output=got.outputs, quoted_tags=got.quoted,
+                                 unparseable_reason=got.reasons)
         return orders
