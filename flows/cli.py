@@ -13,7 +13,7 @@ from flows.run import add_arguments, apply_dispatch, run  # sets the environment
 
 def _parser() -> argparse.ArgumentParser:
     # after `run`'s cpu_dispatch is applied (main): some commands' modules load NumPy
-    from judgeaudit.cli import agree, checks, effects, leaderboard, pu_audit, serve, verdicts
+    from judgeaudit.cli import agree, audit_judge, checks, effects, leaderboard, pu_audit, serve, verdicts
 
     p = argparse.ArgumentParser(
         prog="judgeaudit",
@@ -31,6 +31,7 @@ def _parser() -> argparse.ArgumentParser:
     agree.add_parser(sub)
     verdicts.add_audit_verdicts(sub)
     verdicts.add_judge_benchmark(sub)
+    audit_judge.add_audit_judge(sub)
     leaderboard.add_leaderboard(sub)
     deps = sub.add_parser("deps", help="check that dvc.yaml is what the stages declare (their code, data, "
                                        "params and outputs), or write it from them")

@@ -1,0 +1,99 @@
+"""The judge's screen: what a team asks of its own judge first, from its verdicts on real
+pairs (both orders) and under the bias battery: accuracy, agreement between the two
+presentation orders, each bias with its CI and whether it was found, the content-blind
+baselines and the subsets where one of them does as well as the judge."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from judgeaudit.audits.baselines import baseline_accuracy, flagged_subsets
+from judgeaudit.audits.bias_battery import battery_rates
+from judgeaudit.audits.stats import BootstrapSettings
+
+
+@dataclass
+class JudgeScreen:
+    """The tables of one judge's audit; ``summary`` holds its headline figures."""
+
+    battery: pd.DataFrame
+    baselines: pd.DataFrame
+    flagged: pd.DataFrame
+    summary: dict = field(default_factory=dict)
+
+
+def _figure(row: pd.Series | None) -> dict | None:
+    if row is None:
+        return None
+    value = {k: (None if pd.isna(row[k]) else round(float(row[k]), 6)) for k in ("estimate", "ci_low", "ci_high")}
+    return {**value, "n": int(row["n"])}
+
+
+def _overall(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows covering every pair: "all"/"all" with several sources, else the one source's "all"."""
+    whole = frame[(frame["source"] == "all") & (frame["subset"] == "all")]
+    return whole if len(whole) else frame[frame["subset"] == "all"]
+
+
+def judge_screen(live: pd.DataFrame, pairs: pd.DataFrame, bootstrap: BootstrapSettings) -> JudgeScreen:
+    """The screen of the judge whose clean verdicts are ``live`` and whose battery pairs are
+    ``pairs`` (``judging.battery.BatteryRun``)."""
+    battery = battery_rates(live, pairs, bootstrap)
+    baselines = baseline_accuracy(live, bootstrap)
+    flagged = flagged_subsets(baselines)
+    parsed = live["verdict"].isin(["1", "2", "tie"])
+    summary: dict = {
+        "judge": str(live["judge"].iloc[0]) if len(live) else None,
+        "strategy": str(live["strategy"].iloc[0]) if len(live) else None,
+        "pairs": int(live[["source", "subset", "item_id"]].drop_duplicates().shape[0]),
+        "verdicts": int(len(live)),
+        "unparseable": int((~parsed).sum()),
+        "sources": sorted(live["source"].unique().tolist()),
+    }
+    whole = _overall(baselines)
+    acc = whole[whole["method"] == "judge"]
+    summary["accuracy"] = _figure(acc.iloc[0]) if len(acc) else None
+    summary["baselines"] = {r.method: _figure(pd.Series(r._asdict())) | {"as_accurate_as_judge": r.as_accurate_as_judge}
+                            for r in whole[whole["method"] != "judge"].itertuples()}
+    rates = _overall(battery)
+    position = rates[(rates["bias"] == "position") & (rates["metric"] == "flip_rate")]
+    if len(position):  # agreement between the orders: one minus the share the order changes
+        p = position.iloc[0]
+        summary["order_agreement"] = {"estimate": round(1 - float(p.estimate), 6),
+                                      "ci_low": round(1 - float(p.ci_high), 6),
+                                      "ci_high": round(1 - float(p.ci_low), 6), "n": int(p.n)}
+    summary["biases"] = {
+        bias: {metric: _figure(r.iloc[0]) | {"found": bool(r.iloc[0]["found"])}
+               for metric, r in part.groupby("metric", sort=False)}
+        for bias, part in rates.groupby("bias", sort=False)}
+    summary["found"] = sorted(rates.loc[rates["found"].eq(True), "bias"].unique().tolist())
+    summary["flagged_subsets"] = flagged[["source", "subset", "baselines"]].to_dict("records")
+    return JudgeScreen(battery, baselines, flagged, summary)
+
+
+def forest_plot(battery: pd.DataFrame, path, metric: str = "flip_rate") -> None:
+    """Each bias's ``metric`` over every pair, with its CI: found biases in red."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = _overall(battery)
+    rows = rows[rows["metric"] == metric].sort_values("estimate")
+    fig, ax = plt.subplots(figsize=(6.4, 0.35 * max(len(rows), 3) + 1.2))
+    y = np.arange(len(rows))
+    colours = ["tab:red" if f else "tab:grey" for f in rows["found"].eq(True)]
+    for k, (r, colour) in enumerate(zip(rows.itertuples(), colours)):
+        ax.plot([r.ci_low, r.ci_high], [k, k], color=colour, linewidth=2)
+        ax.plot([r.estimate], [k], "o", color=colour)
+    ax.set_yticks(y, [f"{b} (n={n})" for b, n in zip(rows["bias"], rows["n"])])
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_xlabel(f"{metric.replace('_', ' ')} (95% CI); red: CI excludes 0")
+    ax.set_title("Bias battery")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

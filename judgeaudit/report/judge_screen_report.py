@@ -1,0 +1,49 @@
+"""The judge's screen as Markdown: the headline figures first (accuracy, agreement between
+orders, each bias with its CI), then the baselines and the subsets they call into question."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from judgeaudit.audits.judge_screen import JudgeScreen
+
+
+def _fig(f: dict | None) -> str:
+    if f is None or f.get("estimate") is None:
+        return "n/a"
+    return f"{f['estimate']:.3f} [{f['ci_low']:.3f}, {f['ci_high']:.3f}] (n={f['n']})"
+
+
+def screen_markdown(screen: JudgeScreen) -> str:
+    s = screen.summary
+    lines = [f"# Judge audit: {s.get('judge')} ({s.get('strategy')})", "",
+             f"`{s.get('identity', '')}` on {s['pairs']} pairs of {', '.join(s['sources'])}, both orders; "
+             f"{s['unparseable']} of {s['verdicts']} verdicts unparseable.", "",
+             "| figure | estimate [CI] (n) |", "|---|---|",
+             f"| accuracy (labelled pairs) | {_fig(s.get('accuracy'))} |",
+             f"| agreement between the two orders | {_fig(s.get('order_agreement'))} |", "",
+             "## Biases", "", "Flip rate: the share of decided pairs the bias turns to the response the judge "
+             "made lose. Wrong rate: the share of labelled pairs it turns to the wrong response. "
+             "Found: the CI excludes zero.", "", "![battery](battery.png)", "",
+             "| bias | flip rate | wrong rate | found |", "|---|---|---|---|"]
+    for bias, m in s["biases"].items():
+        found = any((v or {}).get("found") for v in m.values())
+        lines.append(f"| {bias} | {_fig(m.get('flip_rate'))} | {_fig(m.get('wrong_rate'))} | "
+                     f"{'**yes**' if found else 'no'} |")
+    lines += ["", "## Content-blind baselines", "",
+              "Accuracy of always choosing the longer, the shorter, or the first-shown response; a subset where "
+              "one is as accurate as the judge (CIs overlapping) says little about the judge.", "",
+              "| baseline | accuracy | as accurate as the judge |", "|---|---|---|"]
+    for name, f in s.get("baselines", {}).items():
+        lines.append(f"| {name} | {_fig(f)} | {'**yes**' if f.get('as_accurate_as_judge') else 'no'} |")
+    if s["flagged_subsets"]:
+        lines += ["", "Flagged subsets: " + "; ".join(f"{r['source']}/{r['subset']} ({r['baselines']})"
+                                                     for r in s["flagged_subsets"])]
+    if s.get("notes"):
+        lines += ["", "## Notes", ""] + [f"- {n}" for n in s["notes"]]
+    return "\n".join(lines) + "\n"
+
+
+def write_screen_report(screen: JudgeScreen, path: Path) -> Path:
+    path.write_text(screen_markdown(screen))
+    return path
