@@ -108,9 +108,9 @@ def test_generic_reader_and_its_errors(tmp_path):
     bad.write_text("item_id,judge,verdict,order\nx,j,1,3\n")
     with pytest.raises(InputError, match=r"bad.csv: row 1: field 'order'"):
         read_source("generic", bad)
-    dup = tmp_path / "dup.jsonl"
-    dup.write_text('{"item_id": "x", "judge": "j", "verdict": "1"}\n' * 2)
-    with pytest.raises(InputError, match="duplicated verdict"):
+    dup = tmp_path / "dup.jsonl"  # an exact copy is counted (tests/test_reader_faults.py); another verdict is not
+    dup.write_text('{"item_id": "x", "judge": "j", "verdict": "1"}\n{"item_id": "x", "judge": "j", "verdict": "2"}\n')
+    with pytest.raises(InputError, match="dup.jsonl: rows 1 and 2 give item 'x'.* different values of field 'verdict'"):
         read_source("generic", dup)
 
 

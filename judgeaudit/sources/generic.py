@@ -23,10 +23,15 @@ import numpy as np
 import pandas as pd
 
 from judgeaudit.sources.judgment_table import COLUMNS, ReadReport, make_table
-from judgeaudit.tables import InputError, read_table
+from judgeaudit.sources.repeats import copies_note, first_difference, same
+from judgeaudit.sources.text_input import read_verdict_table
+from judgeaudit.tables import InputError
 
 SOURCE = "generic"
 REQUIRED = ("item_id", "judge", "verdict")
+VERDICT_KEY = ("source", "subset", "item_id", "judge", "strategy", "order")  # one verdict each
+ITEM_FIELDS = ("prompt", "response_1", "response_2", "model_1", "model_2", "label", "human_labels")  # one value each
+REPEATED = "duplicated verdict: an exact copy of an earlier row (first kept)"
 SUFFIXES = (".jsonl", ".ndjson", ".csv", ".parquet")
 _VERDICT = {"1": "1", "2": "2", "tie": "tie", "0": "tie", "unparseable": "unparseable",
             "tie (bothbad)": "tie", "tie(bothbad)": "tie"}  # Chatbot Arena's
@@ -78,47 +83,112 @@ def _human_labels(value: object, path: Path, row: int) -> list[str] | None:
     return labels
 
 
+def _p_1(value: object, path: Path, row: int) -> float | None:
+    """The probability that response 1 wins, None where the row gives none."""
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return None
+    try:
+        if isinstance(value, bool):  # JSON true is no probability, though Python reads it as 1
+            raise ValueError
+        p = float(value)
+    except (TypeError, ValueError):
+        p = None
+    if p is None or not (np.isnan(p) or 0.0 <= p <= 1.0):
+        raise InputError(f"{path}: row {row}: field 'p_1' must be a probability in [0, 1], got {value!r}")
+    return None if np.isnan(p) else p
+
+
+def _row(rec: dict, path: Path, k: int) -> dict:
+    """One verdict row of the judgment table from row ``k`` of ``path``."""
+    order = _text(rec.get("order", "1")) if rec.get("order") is not None else "1"
+    if order not in ("1", "2"):
+        raise InputError(f"{path}: row {k}: field 'order' must be 1 or 2 (the response shown first), "
+                         f"got {rec.get('order')!r}")
+    verdict = _verdict(rec["verdict"], order)
+    label = rec.get("label")
+    if label is not None and not (isinstance(label, float) and np.isnan(label)):
+        if _text(label) not in _LABEL:
+            raise InputError(f"{path}: row {k}: field 'label' must be 1, 2 or tie, got {label!r}")
+        label = _LABEL[_text(label)]
+    else:
+        label = None
+    given = {c: rec.get(c) if _given(rec.get(c)) else None for c in COLUMNS}  # a CSV's empty cell: NaN
+    return {**given, "source": given["source"] or path.stem, "subset": given["subset"] or "all",
+            "item_id": str(rec["item_id"]), "strategy": given["strategy"] or "default", "order": order,
+            "verdict": verdict, "label": label, "p_1": _p_1(rec.get("p_1"), path, k),
+            "human_labels": _human_labels(rec.get("human_labels"), path, k),
+            "raw_output": given["raw_output"] or (None if verdict != "unparseable" else str(rec["verdict"]))}
+
+
+def _given(value: object) -> bool:
+    """A value the row gives (not None, not a CSV's empty cell)."""
+    return value is not None and not (isinstance(value, float) and value != value)  # NaN: not itself
+
+
+class _Repeats:
+    """Across every file read: the first row of each verdict (item, judge, strategy, order)
+    and the first row giving each of an item's fields. An exact copy of a row is counted
+    and skipped; a second verdict, or another value of an item's field, is an error naming
+    both rows."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict] = []
+        self.where: list[tuple[Path, int]] = []
+        self.verdicts: dict[tuple, int] = {}
+        self.items: dict[tuple, dict[str, int]] = {}
+        self.copies: dict[Path, list[str]] = {}
+
+    def _both(self, i: int, path: Path, k: int) -> str:
+        first_path, first_k = self.where[i]
+        return (f"{path}: rows {first_k} and {k}" if first_path == path
+                else f"{first_path}: row {first_k} and {path}: row {k}")
+
+    def is_copy(self, row: dict, path: Path, k: int) -> bool:
+        """True for an exact copy of an earlier row (counted in ``copies``); keeps ``row`` otherwise."""
+        key = tuple(row[c] for c in VERDICT_KEY)
+        if (i := self.verdicts.get(key)) is not None:
+            field = first_difference(self.rows[i], row)
+            if field is None:
+                first_path, first_k = self.where[i]
+                first = f"row {first_k}" if first_path == path else f"{first_path}: row {first_k}"
+                self.copies.setdefault(path, []).append(f"row {k} repeats {first}")
+                return True
+            raise InputError(f"{self._both(i, path, k)} give item {key[2]!r}, judge {key[3]!r}, strategy "
+                             f"{key[4]!r}, order {key[5]!r} different values of field {field!r} "
+                             f"({self.rows[i][field]!r} and {row[field]!r})")
+        fields = self.items.setdefault(key[:3], {})
+        for field in ITEM_FIELDS:
+            if not _given(row[field]):
+                continue
+            if (i := fields.get(field)) is None:
+                fields[field] = len(self.rows)
+            elif not same(self.rows[i][field], row[field]):
+                raise InputError(f"{self._both(i, path, k)} give item {key[2]!r} different values of field "
+                                 f"{field!r} ({self.rows[i][field]!r} and {row[field]!r})")
+        self.verdicts[key] = len(self.rows)
+        self.rows.append(row)
+        self.where.append((path, k))
+        return False
+
+
 def read_generic(root: str | Path) -> tuple[pd.DataFrame, ReadReport]:
-    """Every verdict file at ``root``: the judgment table."""
+    """Every verdict file at ``root``: the judgment table. A row repeated exactly is counted
+    and skipped; two verdicts for one (item, judge, strategy, order), or an item given two
+    labels (or prompts, responses, models), are an error naming both rows."""
     report = ReadReport(SOURCE)
-    frames = []
+    repeats = _Repeats()
     for path in _files(Path(root)):
         file = report.file(path)
-        raw = read_table(path, REQUIRED)
+        raw = read_verdict_table(path, REQUIRED)
         unknown = sorted(set(raw.columns) - set(COLUMNS))
         if unknown:
             report.notes.append(f"{path}: columns not in the judgment table, ignored: {unknown}")
-        rows = []
         for k, rec in enumerate(raw.to_dict("records"), start=1):
-            order = _text(rec.get("order", "1")) if rec.get("order") is not None else "1"
-            if order not in ("1", "2"):
-                raise InputError(f"{path}: row {k}: field 'order' must be 1 or 2 (the response shown first), "
-                                 f"got {rec.get('order')!r}")
-            verdict = _verdict(rec["verdict"], order)
-            label = rec.get("label")
-            if label is not None and not (isinstance(label, float) and np.isnan(label)):
-                if _text(label) not in _LABEL:
-                    raise InputError(f"{path}: row {k}: field 'label' must be 1, 2 or tie, got {label!r}")
-                label = _LABEL[_text(label)]
-            else:
-                label = None
-            p_1 = rec.get("p_1")
-            if p_1 is not None and not np.isnan(float(p_1)) and not 0.0 <= float(p_1) <= 1.0:
-                raise InputError(f"{path}: row {k}: field 'p_1' must be a probability in [0, 1], got {p_1!r}")
-            if verdict == "unparseable":
-                file.unparseable += 1
+            row = _row(rec, path, k)
+            if repeats.is_copy(row, path, k):
+                file.reject(REPEATED)
+                continue
+            file.unparseable += row["verdict"] == "unparseable"
             file.rows_read += 1
-            rows.append({**{c: rec.get(c) for c in COLUMNS}, "source": rec.get("source") or path.stem,
-                         "subset": rec.get("subset") or "all", "item_id": str(rec["item_id"]),
-                         "strategy": rec.get("strategy") or "default", "order": order, "verdict": verdict,
-                         "label": label, "human_labels": _human_labels(rec.get("human_labels"), path, k),
-                         "raw_output": rec.get("raw_output") or (None if verdict != "unparseable"
-                                                                 else str(rec["verdict"]))})
-        frames.append(make_table(rows))
-    table = pd.concat(frames, ignore_index=True)
-    dup = table.duplicated(["source", "subset", "item_id", "judge", "strategy", "order"])
-    if dup.any():
-        first = table[dup].iloc[0]
-        raise InputError(f"{root}: {int(dup.sum())} duplicated verdict(s), e.g. item {first.item_id!r}, judge "
-                         f"{first.judge!r}, strategy {first.strategy!r}, order {first.order!r}")
-    return table, report
+        report.notes += copies_note(path, REPEATED, repeats.copies.get(path, []))
+    return make_table(repeats.rows), report

@@ -24,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from judgeaudit.sources.text_input import utf8_text
 from judgeaudit.tables import InputError
 
 COLUMNS = ["source", "subset", "item_id", "prompt", "response_1", "response_2", "model_1", "model_2", "judge",
@@ -91,12 +92,11 @@ def make_table(rows: list[dict]) -> pd.DataFrame:
 
 def load_json(path: Path) -> Any:
     """A whole JSON file, with an error naming the file where it is malformed."""
+    text = utf8_text(path)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: malformed JSON at line {exc.lineno} ({exc.msg})") from None
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
 def need(record: Any, key: str, path: Path, where: str) -> Any:

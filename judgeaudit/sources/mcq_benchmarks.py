@@ -6,6 +6,7 @@ row and field; items are drawn with a seed, stratified by subject."""
 from __future__ import annotations
 
 import csv
+import io
 import random
 import re
 from dataclasses import dataclass
@@ -13,7 +14,8 @@ from pathlib import Path
 
 from judgeaudit.generation.math_program import NotAProgram, Program, parse_program
 from judgeaudit.generation.mcq import MCQ, answer_jitter
-from judgeaudit.tables import InputError, numbered_jsonl
+from judgeaudit.sources.text_input import jsonl_records, utf8_text
+from judgeaudit.tables import InputError
 
 MMLU_FIELDS = ("question", "choice0", "choice1", "choice2", "choice3", "answer")
 _FINAL = re.compile(r"####\s*(-?[\d,]+(?:\.\d+)?)\s*$")
@@ -31,7 +33,7 @@ class RealItems:
 
 
 def _mmlu_file(path: Path) -> list[MCQ]:
-    with path.open(newline="", encoding="utf-8") as f:
+    with io.StringIO(utf8_text(path), newline="") as f:  # decoded first: an error names the line
         reader = csv.DictReader(f)
         missing = [c for c in MMLU_FIELDS if c not in (reader.fieldnames or [])]
         if missing:
@@ -98,7 +100,7 @@ def read_gsm8k(root: str | Path, n_items: int, seed: int) -> RealItems:
     if not path.is_file():
         raise InputError(f"{path}: no such GSM8K file")
     problems = []
-    for line_no, rec in numbered_jsonl(path):
+    for line_no, rec in jsonl_records(path):
         for field in ("question", "answer"):
             if not isinstance(rec.get(field), str):
                 raise InputError(f"{path}: line {line_no}: field {field!r} missing or not text")

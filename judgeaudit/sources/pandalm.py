@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from judgeaudit.sources.judgment_table import ReadReport, load_json, make_table, need
+from judgeaudit.sources.repeats import Repeats
 from judgeaudit.tables import InputError
 
 SOURCE = "pandalm"
@@ -24,6 +25,7 @@ TESTSET = "testset-v1.json"
 ANNOTATORS = ("annotator1", "annotator2", "annotator3")
 _HUMAN = {"0": "tie", "1": "1", "2": "2"}
 _JUDGE = {"1": "1", "2": "2", "0": "tie", "tie": "tie"}
+REPEATED = "duplicated idx: an exact copy of an earlier record (first kept)"
 
 
 def majority(labels: list[str]) -> str | None:
@@ -49,7 +51,9 @@ def _prompt(rec: dict) -> str:
 
 
 def read_pandalm(root: str | Path) -> tuple[pd.DataFrame, ReadReport]:
-    """The test set with each judge file beside it: the judgment table."""
+    """The test set with each judge file beside it: the judgment table. A repeated idx is
+    counted and skipped where the record is an exact copy, an error where it differs; a read
+    that gives no verdict is an error."""
     root = Path(root)
     test_path = root / TESTSET if root.is_dir() else root
     if not test_path.is_file():
@@ -58,11 +62,16 @@ def read_pandalm(root: str | Path) -> tuple[pd.DataFrame, ReadReport]:
     testset = load_json(test_path)
     if not isinstance(testset, list):
         raise InputError(f"{test_path}: expected a list of pairs, got {type(testset).__name__}")
+    if not testset:
+        raise InputError(f"{test_path}: no pairs (an empty list)")
     items: dict[int, dict] = {}
     test_file = report.file(test_path)
+    repeats = Repeats(test_path, test_file, REPEATED)
     for k, rec in enumerate(testset):
         where = f"record {k}"
         idx = need(rec, "idx", test_path, where)
+        if repeats.is_copy(idx, k, rec, f"both have idx {idx}", f"idx {idx}"):
+            continue
         humans = []
         for a in ANNOTATORS:
             value = str(need(rec, a, test_path, where))
@@ -80,13 +89,16 @@ def read_pandalm(root: str | Path) -> tuple[pd.DataFrame, ReadReport]:
                       "model_1": models[0], "model_2": models[1] if len(models) > 1 else None,
                       "label": label, "human_labels": humans}
         test_file.rows_read += 1
+    report.notes += repeats.note()
     rows = []
     judge_files = sorted(p for p in root.glob(f"*-{TESTSET}")) if root.is_dir() else []
-    if not judge_files:
-        report.notes.append(f"{root}: no judge file (*-{TESTSET}) beside the test set")
     for path in judge_files:
         judge = path.name[: -len(f"-{TESTSET}")]
         rows += _read_judge(path, judge, items, report)
+    if not rows:
+        why = (f"no judge file (*-{TESTSET}) beside the test set" if not judge_files
+               else f"no record of {len(judge_files)} judge file(s) kept; see their rejections")
+        raise InputError(f"{root}: no verdict read ({why})")
     return make_table(rows), report
 
 
@@ -95,7 +107,7 @@ def _read_judge(path: Path, judge: str, items: dict[int, dict], report: ReadRepo
     records = load_json(path)
     if not isinstance(records, list):
         raise InputError(f"{path}: expected a list of verdicts, got {type(records).__name__}")
-    seen: set = set()
+    repeats = Repeats(path, file, REPEATED)
     rows = []
     for k, rec in enumerate(records):
         where = f"record {k}"
@@ -106,10 +118,8 @@ def _read_judge(path: Path, judge: str, items: dict[int, dict], report: ReadRepo
         if idx not in items:
             file.reject("idx not in the test set")
             continue
-        if idx in seen:
-            file.reject("duplicated idx (first kept)")
+        if repeats.is_copy(idx, k, rec, f"both have idx {idx}", f"idx {idx}"):
             continue
-        seen.add(idx)
         raw = str(rec[result_key]).strip()
         verdict = _JUDGE.get(raw.lower(), "unparseable")
         file.unparseable += verdict == "unparseable"
@@ -118,7 +128,8 @@ def _read_judge(path: Path, judge: str, items: dict[int, dict], report: ReadRepo
         rows.append({"source": SOURCE, "subset": "test", **items[idx], "judge": judge, "strategy": "default",
                      "order": "1", "verdict": verdict, "p_1": None,
                      "raw_output": f"{raw}\n{rec.get(reason_key) or ''}".strip()})
-    missing = len(items) - len(seen)
+    report.notes += repeats.note()
+    missing = len(items) - len(rows)
     if missing:
         report.notes.append(f"{path}: no verdict for {missing} of the {len(items)} test pairs")
     return rows
