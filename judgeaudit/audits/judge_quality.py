@@ -9,7 +9,8 @@ the verdicts with response 1 / response 2 shown first, in the original labelling
   the label; an unparseable verdict counts as wrong (LLMBar's scorer does the same).
   ``accuracy``: their mean (LLMBar's "correct_average"), or order 1's alone where the
   judge saw one order. ``accuracy_both``: both orders right.
-- ``positional_agreement``: v1 == v2 (LLMBar's "equal": two unparseable verdicts agree).
+- ``positional_agreement``: v1 == v2, both parsed (two unparseable verdicts are no
+  agreement; LLMBar's own "equal", which counts them, is ``reproduction``'s).
 - ``position_bias``: among decisive verdicts ("1"/"2") of both orders, the share for the
   response shown first, minus 1/2 (0: no bias; +: the first position wins more).
 - ``kappa_label``: Cohen's kappa of verdict and label, the mean of the two orders';
@@ -135,7 +136,8 @@ def _statistics(two_orders: bool, humans: bool) -> dict[str, Stat]:
             "accuracy": lambda c: (acc("v1")(c) + acc("v2")(c)) / 2,
             "accuracy_both": lambda c: _mean_where((c["v1"] == c["label"]) & (c["v2"] == c["label"]),
                                                    c["label"] != MISSING),
-            "positional_agreement": lambda c: np.mean(c["v1"] == c["v2"], axis=-1),
+            "positional_agreement": lambda c: np.mean((c["v1"] == c["v2"]) & (c["v1"] != CODE["unparseable"]),
+                                                      axis=-1),
             "position_bias": lambda c: (((c["v1"] == 1).sum(-1) + (c["v2"] == 2).sum(-1))
                                         / np.maximum(sum(d.sum(-1) for d in decisive(c)), 1) - 0.5),
             "kappa_label": lambda c: (kappa(c["v1"], c["label"], c["label"] != MISSING)

@@ -12,7 +12,9 @@ import sys
 
 def dispatch(args: argparse.Namespace) -> int:
     """Run the parsed command's handler; an error in what the user gave (a params file, a
-    table, a value) is one line on stderr and exit status 2, not a traceback."""
+    table, a value) is one line on stderr and exit status 2, an endpoint that failed for good
+    (``EndpointError``: its message names the model, the URL, the reason and what to do) one
+    line and exit status 1; neither is a traceback."""
     from judgeaudit.config import ConfigError
     from judgeaudit.schemas.validate import TableValidationError
     from judgeaudit.tables import InputError
@@ -22,3 +24,11 @@ def dispatch(args: argparse.Namespace) -> int:
     except (ConfigError, InputError, TableValidationError, ValueError, FileNotFoundError) as exc:
         print(f"judgeaudit: error: {exc}", file=sys.stderr)
         return 2
+    except RuntimeError as exc:
+        # imported only now: the openai backend's module loads SciPy, which most commands never need
+        from judgeaudit.models.openai_api import EndpointError
+
+        if not isinstance(exc, EndpointError):
+            raise
+        print(f"judgeaudit: error: {exc}", file=sys.stderr)
+        return 1

@@ -217,6 +217,10 @@ def _judge_benchmark(args: argparse.Namespace) -> int:
         same = recorded[[k in keys for k in zip(recorded.subset, recorded.item_id)]]
         table = pd.concat([same, live], ignore_index=True)
     notes = list(report.notes)
+    if failures := getattr(model, "failures", None):  # the openai backend's replies that were no answer
+        notes.append(f"{args.judge}: {sum(failures.values())} replies of its endpoint were no answer ("
+                     + ", ".join(f"{n} {reason}" for reason, n in failures.most_common())
+                     + "): their verdicts are unparseable, and none is cached, so a rerun asks again")
     if flips is not None and flips.empty:
         notes.append(f"--attacks: {args.judge} decided none of the pairs (every one a tie or unparseable over "
                      "its two orders), so no response lost and no attack ran")

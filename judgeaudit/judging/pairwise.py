@@ -54,8 +54,10 @@ def binary_verdict(verdict_ab: str, verdict_ba: str) -> str:
 
 
 def verdict_from_margin(margin: np.ndarray, tie_margin: float) -> list[str]:
-    """"A" where margin > tie_margin, "B" where < -tie_margin, else "tie"."""
-    return ["A" if m > tie_margin else "B" if m < -tie_margin else "tie" for m in margin]
+    """"A" where margin > tie_margin, "B" where < -tie_margin, "unparseable" where it is NaN
+    (log-probs the judge's backend could not read: no verdict, never a tie), else "tie"."""
+    return [UNPARSEABLE if m != m else "A" if m > tie_margin else "B" if m < -tie_margin else "tie"
+            for m in margin]
 
 
 def likelihood_scores(judge: LanguageModel, questions: Sequence[str], answers: Sequence[str],
