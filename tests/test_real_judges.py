@@ -90,12 +90,12 @@ def test_judgebench_reader_flips_the_swapped_game_and_reads_scores():
     assert set(table.subset) == {"knowledge", "reasoning", "coding"} and set(table.label) == {"1", "2"}
 
 
-def test_judgebench_folder_without_judges_is_a_note(tmp_path):
+def test_judgebench_folder_without_judges_is_an_error(tmp_path):
     import shutil
 
     shutil.copy(DATA / "judgebench" / "dataset=judgebench,response_model=m.jsonl", tmp_path)
-    table, report = read_source("judgebench", tmp_path)
-    assert table.empty and any("no judge file" in n for n in report.notes)
+    with pytest.raises(InputError, match="no judge verdict read .*no judge file"):  # an audit of nothing
+        read_source("judgebench", tmp_path)
 
 
 def test_generic_reader_and_its_errors(tmp_path):

@@ -31,7 +31,12 @@ def _leaderboard(args: argparse.Namespace) -> int:
 
     from judgeaudit.audits.stats import BootstrapSettings
     from judgeaudit.audits.win_rates import LCSettings
-    from judgeaudit.pipeline.leaderboard import LeaderboardSettings, build_leaderboard, write_leaderboard
+    from judgeaudit.pipeline.leaderboard import (
+        LeaderboardSettings,
+        build_leaderboard,
+        read_notes,
+        write_leaderboard,
+    )
     from judgeaudit.sources import read_source
 
     table, report = read_source(args.source, args.path)
@@ -40,7 +45,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
                                        LCSettings(cv=args.lc_cv), workers=args.workers)
         result = build_leaderboard(table, settings, bar, order_check=report.checks)
     paths = write_leaderboard(result, Path(args.out))
-    for note in report.notes:
+    for note in read_notes(report):  # the skipped annotations, counted, and the reader's notes
         print(f"note: {note}")
     cols = ["model", "win_rate", "win_rate_se", "lc_win_rate", "sc_win_rate", "bt_score", "flagged"]
     print(result.board[cols].sort_values("lc_win_rate", ascending=False).to_string(index=False, float_format="%.2f"))

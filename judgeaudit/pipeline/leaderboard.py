@@ -34,6 +34,7 @@ from judgeaudit.audits.win_rates import (
     raw_win_rates,
 )
 from judgeaudit.progress import Steps, done, plan
+from judgeaudit.sources.judgment_table import ReadReport
 from judgeaudit.workers import spawned_pool
 
 COLUMNS = ["model", "baseline", "judge", "n", "win_rate", "win_rate_se", "lc_win_rate", "lc_se", "sc_win_rate",
@@ -58,6 +59,15 @@ class Leaderboard:
     published: pd.DataFrame  # the leaderboard's own figures beside ours, where known
     summary: dict = field(default_factory=dict)
     position: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=POSITION_COLUMNS))
+
+
+def read_notes(report: ReadReport) -> list[str]:
+    """The reader's rejections, a line per file that had any (rows read, each reason
+    counted), then its notes: what the user is told alongside the figures."""
+    lines = [f"{f.path}: {f.rows_read} rows read, skipped: "
+             + ", ".join(f"{n} {reason}" for reason, n in sorted(f.rejected.items()))
+             for f in report.files if f.rejected]
+    return lines + list(report.notes)
 
 
 # a reader's order checks (ReadReport.checks) past which the orders are not the judge's
@@ -202,7 +212,7 @@ def leaderboard_stage(params, out: Path, steps: Steps | None = None) -> dict:
                                                               workers=params.scale.processes), steps,
                                    order_check=report.checks)
         summary = result.summary
-        summary["notes"] = report.notes
+        summary["notes"] = read_notes(report)
     else:
         summary = {"notes": [f"{section.source}: skipped, {section.path} is absent (see the README for the data)"]}
         done(steps)

@@ -3,6 +3,9 @@ baseline output (output_1, generator_1) against a model's output (output_2), and
 judge's ``preference``, a float in [1, 2] (1: output_1 wins, 2: output_2 wins; weighted
 annotators give the judge's log-prob-weighted expectation). AlpacaEval reads 0 as a draw
 (1.5) and drops a missing or out-of-range preference; so does this reader, counting it.
+It judges each (model, instruction) once: a repeated annotation is counted once (rejected,
+named in a note); a repeat with other outputs or another preference is an error naming
+both records, and so is a file that gives no annotation.
 
 Files: ``annotations.json`` or ``.json.gz`` (AlpacaEval's
 ``results/<model>/<annotator>/annotations.json``), one file or a folder of
@@ -25,15 +28,15 @@ their log-probs. "2" means the model (output_2) was shown first.
 
 from __future__ import annotations
 
-import gzip
-import json
 import math
 import random
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
-from judgeaudit.sources.judgment_table import ReadReport, make_table, need
+from judgeaudit.sources.judgment_table import FileReport, ReadReport, make_table, need
+from judgeaudit.sources.utf8_text import load_json
 from judgeaudit.tables import InputError
 
 SOURCE = "alpacaeval"
@@ -53,13 +56,12 @@ def _files(root: Path) -> list[Path]:
 
 
 def _load(path: Path) -> list:
-    try:
-        with (gzip.open(path, "rt", encoding="utf-8") if path.name.endswith(".gz") else path.open(encoding="utf-8")) as fh:
-            data = json.load(fh)
-    except (json.JSONDecodeError, OSError, EOFError) as exc:
-        raise InputError(f"{path}: not a readable AlpacaEval annotation file ({exc})") from None
+    data = load_json(path)
     if not isinstance(data, list):
         raise InputError(f"{path}: expected a list of annotations, got {type(data).__name__}")
+    if not data:  # a truncated or unfinished file: the model would leave the leaderboard unsaid
+        raise InputError(f"{path}: holds no annotation (an empty list); remove the file to leave its model "
+                         "out")
     return data
 
 
@@ -108,10 +110,54 @@ def switched_by_logprobs(completion: object, preference: float) -> bool | None:
     return switched if unswitched != switched else None
 
 
+# AlpacaEval judges each (model, instruction) once: a repeat would count twice in every figure
+DUPLICATE = "duplicate of an earlier annotation (same judge, models, instruction, outputs and preference)"
+NAMED = 5  # repeats named per file in the report's notes; the rest are counted
+
+
+@dataclass
+class _Firsts:
+    """The first annotation of each (judge, baseline, model, instruction): a later one with
+    the same outputs and preference is a repeat, counted and named; any other, an error."""
+
+    seen: dict[tuple, tuple[Path, int, tuple]] = field(default_factory=dict)
+    repeats: list[str] = field(default_factory=list)
+
+    def is_new(self, key: tuple, values: dict, path: Path, k: int, file: FileReport) -> bool:
+        first = self.seen.get(key)
+        if first is None:
+            self.seen[key] = (path, k, tuple(values.items()))
+            return True
+        first_path, first_k, first_values = first
+        differ = [name for name, value in first_values if values[name] != value]
+        instruction = str(key[-1])[:80]
+        if differ:
+            raise InputError(f"{path}: annotation {k} and {first_path}: annotation {first_k} both judge "
+                             f"model {key[2]!r} against {key[1]!r} on instruction {instruction!r} but differ in "
+                             f"{', '.join(differ)}; keep one of them")
+        file.reject(DUPLICATE)
+        where = f"annotation {first_k}" + ("" if first_path == path else f" of {first_path}")
+        self.repeats.append(f"annotation {k} repeats {where} (instruction {instruction[:40]!r})")
+        return False
+
+    def note(self, path: Path) -> str | None:
+        """One note naming the file's repeats (the first ``NAMED`` of them), then forgets them."""
+        repeats, self.repeats = self.repeats, []
+        if not repeats:
+            return None
+        more = f"; and {len(repeats) - NAMED} more" if len(repeats) > NAMED else ""
+        named = "; ".join(repeats[:NAMED])
+        return f"{path}: {len(repeats)} repeated annotation(s), each counted once: {named}{more}"
+
+
 def read_alpaca_annotations(root: str | Path) -> tuple[pd.DataFrame, ReadReport]:
-    """Every annotation file at ``root``: the judgment table."""
+    """Every annotation file at ``root``: the judgment table. A repeated annotation is
+    counted once (rejected, named in a note); one that repeats an annotation with other
+    outputs or another preference, a file with no annotation, and a file that reads none
+    are errors naming the file (and both records)."""
     report = ReadReport(SOURCE)
     rows = []
+    firsts = _Firsts()
     for path in _files(Path(root)):
         file = report.file(path)
         records = _load(path)
@@ -126,23 +172,33 @@ def read_alpaca_annotations(root: str | Path) -> tuple[pd.DataFrame, ReadReport]
                 file.reject("preference missing or outside [1, 2] (AlpacaEval drops it)")
                 continue
             name = model or generator
+            instruction = need(rec, "instruction", path, where)
+            baseline = str(need(rec, "generator_1", path, where))
+            judge = str(rec.get("annotator") or "unknown")
+            output_1, output_2 = need(rec, "output_1", path, where), need(rec, "output_2", path, where)
+            if not firsts.is_new((judge, baseline, name, str(instruction)),
+                                 {"dataset": rec.get("dataset"), "output_1": output_1, "output_2": output_2,
+                                  "preference": p}, path, k, file):
+                continue
             verdict = "2" if p > 1.5 else "1" if p < 1.5 else "tie"
             file.rows_read += 1
-            instruction = need(rec, "instruction", path, where)
             switched = shown_switched(str(instruction))
             seen = switched_by_logprobs(rec.get("raw_completion"), p)
             report.checks["order_unchecked" if seen is None else
                           "order_agrees" if seen == switched else
                           "order_contradicted"] += 1
             rows.append({"source": SOURCE, "subset": str(rec.get("dataset") or "all"), "item_id": f"{name}/{k}",
-                         "prompt": instruction,
-                         "response_1": need(rec, "output_1", path, where),
-                         "response_2": need(rec, "output_2", path, where),
-                         "model_1": str(need(rec, "generator_1", path, where)), "model_2": name,
-                         "judge": str(rec.get("annotator") or "unknown"), "strategy": "default",
+                         "prompt": instruction, "response_1": output_1, "response_2": output_2,
+                         "model_1": baseline, "model_2": name, "judge": judge, "strategy": "default",
                          "order": "2" if switched else "1",
                          "verdict": verdict, "p_1": 2.0 - p, "label": None, "human_labels": None,
                          "raw_output": None})
+        if not file.rows_read and sum(file.rejected.values()) > file.rejected[DUPLICATE]:
+            reasons = ", ".join(f"{n} {reason}" for reason, n in sorted(file.rejected.items()))
+            raise InputError(f"{path}: no annotation read ({reasons}); its model would drop out")
+        repeats = firsts.note(path)
+        if repeats:
+            report.notes.append(repeats)
         if model and seen_generators - {model}:
             report.notes.append(f"{path}: generator_2 is {sorted(seen_generators)}; the model is named "
                                 f"{model!r} after its file")

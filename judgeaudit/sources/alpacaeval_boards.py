@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from judgeaudit.sources.utf8_text import read_csv_text
 from judgeaudit.tables import InputError
 
 REQUIRED = ("name", "win_rate", "length_controlled_winrate")
@@ -33,10 +34,12 @@ def read_leaderboard_csv(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such leaderboard file")
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    frame = read_csv_text(path)
     missing = [c for c in REQUIRED if c not in frame.columns]
     if missing:
         raise InputError(f"{path}: missing column(s) {missing}; AlpacaEval leaderboards have {list(REQUIRED)}")
+    if frame.empty:
+        raise InputError(f"{path}: no model (a header without rows)")
     rows = []
     for i, row in frame.iterrows():
         record = {"model": _model_id(row) or row["name"], "name": row["name"]}
