@@ -36,7 +36,7 @@ from pathlib import Path
 import pandas as pd
 
 from judgeaudit.sources.judgment_table import FileReport, ReadReport, make_table, need
-from judgeaudit.sources.utf8_text import load_json
+from judgeaudit.sources.text_input import load_json
 from judgeaudit.tables import InputError
 
 SOURCE = "alpacaeval"

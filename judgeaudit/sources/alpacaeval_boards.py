@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from judgeaudit.sources.utf8_text import read_csv_text
+from judgeaudit.sources.text_input import read_csv_text
 from judgeaudit.tables import InputError
 
 REQUIRED = ("name", "win_rate", "length_controlled_winrate")

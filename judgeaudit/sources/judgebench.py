@@ -26,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from judgeaudit.sources.judgment_table import FileReport, ReadReport, make_table, need
-from judgeaudit.sources.utf8_text import jsonl_records
+from judgeaudit.sources.text_input import jsonl_records
 from judgeaudit.tables import InputError
 
 SOURCE = "judgebench"

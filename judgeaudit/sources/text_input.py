@@ -5,11 +5,13 @@ cannot tokenise (a truncated download, a row with a field too many)."""
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import re
 import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -30,12 +32,35 @@ def not_utf8(path: Path, data: bytes, exc: UnicodeDecodeError, offset: int = 0, 
 
 
 def utf8_text(path: Path) -> str:
-    """The whole file as text; an InputError naming the line and byte where it is not UTF-8."""
-    data = path.read_bytes()
+    """The whole file as text (gunzipped where the name ends in .gz); an InputError naming
+    the line and byte where it is not UTF-8, or the file where it cannot be read."""
+    try:
+        data = gzip.decompress(path.read_bytes()) if path.name.endswith(".gz") else path.read_bytes()
+    except (OSError, EOFError, zlib.error) as exc:
+        raise InputError(f"{path}: cannot be read ({exc})") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise not_utf8(path, data, exc) from None
+
+
+def load_json(path: Path) -> Any:
+    """A whole JSON document; errors name the file and line."""
+    try:
+        return json.loads(utf8_text(path))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: line {exc.lineno}: malformed JSON ({exc.msg})") from None
+
+
+def read_csv_text(path: Path) -> pd.DataFrame:
+    """A CSV file, every cell a string; errors name the file (and the parser's row)."""
+    text = utf8_text(path)
+    if not text.strip():
+        raise InputError(f"{path}: the file is empty")
+    try:
+        return pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise InputError(f"{path}: {_csv_row(str(exc))}not a readable CSV ({str(exc).strip()})") from None
 
 
 def _lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
