@@ -27,6 +27,9 @@ def add_audit_judge(sub: argparse._SubParsersAction) -> None:
                         "(need log-probabilities)")
     p.add_argument("--biases", default="all", help="comma-separated battery items, or all (default)")
     p.add_argument("--out", required=True, help="output folder: tables, summary.json, report.md, recorded calls")
+    p.add_argument("--prompt-format", help="a format string with one {prompt} field: prompts go formatted to the "
+                                          "completions endpoint (openai) or the model (hf); default: the chat "
+                                          "template")
     p.add_argument("--concurrency", type=int, help="openai: requests in flight at once")
     p.add_argument("--device", help="hf/vllm: cpu, cuda, auto")
     p.add_argument("--params", default="params.yaml", help="judge settings and named models (default: params.yaml)")
@@ -70,7 +73,8 @@ def _audit_judge(args: argparse.Namespace) -> int:
         [b.strip() for b in args.biases.split(",") if b.strip()])
     out = Path(args.out)
     spec = parse_judge(args.judge, base_url=args.base_url, api_key_env=args.api_key_env, named=named,
-                       concurrency=args.concurrency, device=args.device)
+                       concurrency=args.concurrency, device=args.device,
+                       chat_template=args.prompt_format)
     if spec.backend == "openai":  # every call kept beside the tables: a rerun resumes, sends nothing twice
         spec = spec.model_copy(update={"response_cache": str(out / "calls")})
     settings = params.judge if params else _default_judge_settings()
