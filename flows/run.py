@@ -30,6 +30,23 @@ def _exit_on_signal(signum: int, _frame) -> None:
     raise SystemExit(128 + signum)
 
 
+def _unreachable(url: str) -> str | None:
+    """None where something answers HTTP at ``url``, else why not (refused, unknown host, no
+    answer within HEALTH_TIMEOUT_S): asked once before a flow run, whose Prefect client would
+    retry for seconds and end in a traceback. Any answer counts (Prefect Cloud's health route
+    needs the key): Prefect itself then says what is wrong with it."""
+    import httpx
+
+    try:
+        httpx.get(f"{url.rstrip('/')}/health", timeout=HEALTH_TIMEOUT_S)
+    except httpx.TransportError as exc:
+        return str(exc) or type(exc).__name__
+    return None
+
+
+HEALTH_TIMEOUT_S = 5.0
+
+
 def run(stage: str | None, params_path: str, root: str) -> int:
     """The stage (every stage for None): as a Prefect flow run where a server is named, else directly."""
     from judgeaudit.runner import registry
@@ -38,7 +55,11 @@ def run(stage: str | None, params_path: str, root: str) -> int:
         signal.signal(sig, _exit_on_signal)
     names = [stage] if stage else [s.name for s in registry.stages()]
     try:
-        if os.environ.get("PREFECT_API_URL"):
+        if url := os.environ.get("PREFECT_API_URL"):
+            if (why := _unreachable(url)) is not None:
+                print(f"judgeaudit: error: no Prefect server answers at PREFECT_API_URL={url} ({why}); start one "
+                      "(`prefect server start`) or unset PREFECT_API_URL to run without one", file=sys.stderr)
+                return 2
             from flows.stage_flow import full_audit, stage_flow
 
             full_audit(params_path, root) if stage is None else stage_flow(stage, params_path, root)

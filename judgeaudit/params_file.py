@@ -142,7 +142,12 @@ def read_params_file(path: str | Path, _within: tuple[Path, ...] = ()) -> Params
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: no such params file")
-    text = path.read_text()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[:exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}:{line}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
+                          f"{exc.start}); save the params file as UTF-8") from None
     try:
         raw = parse_yaml(text)
     except yaml.YAMLError as exc:

@@ -10,8 +10,8 @@ import math
 import numbers
 import os
 import re
+import secrets
 import shutil
-import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -80,7 +80,7 @@ def write_table(frame: pd.DataFrame, path: str | Path) -> Path:
     for stale in path.parent.glob(f".{path.name}.*.tmp"):  # left by a write that was killed
         if _abandoned(stale):
             stale.unlink(missing_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_scratch_prefix(path), suffix=".tmp")
+    fd, tmp = _scratch_file(path)
     os.close(fd)
     try:
         frame.to_parquet(tmp, index=False)
@@ -98,7 +98,7 @@ def write_json(obj: object, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(_finite(obj), indent=2, sort_keys=True, default=str, allow_nan=False)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_scratch_prefix(path), suffix=".tmp")
+    fd, tmp = _scratch_file(path)
     with os.fdopen(fd, "w") as f:
         f.write(text + "\n")
     os.replace(tmp, path)
@@ -126,6 +126,34 @@ def _scratch_prefix(path: Path) -> str:
     processes that are gone and never the file another live run (a stage running beside
     it on the same data root) is writing."""
     return f".{path.name}.{os.getpid()}-"
+
+
+def _scratch_name(path: Path) -> Path:
+    return path.parent / f"{_scratch_prefix(path)}{secrets.token_hex(4)}"
+
+
+def _scratch_file(path: Path) -> tuple[int, str]:
+    """A new scratch file beside ``path``, open for writing (fd, name). Created with the
+    modes a plain write gives (0666 less the umask), not tempfile's private 0600: the file
+    it becomes must be as readable as any other in a shared data folder."""
+    while True:
+        name = f"{_scratch_name(path)}.tmp"
+        try:
+            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), name
+        except FileExistsError:
+            continue
+
+
+def _scratch_dir(path: Path) -> Path:
+    """A new scratch folder beside ``path``: 0777 less the umask, as mkdir gives (not
+    tempfile's 0700), for the model folder it becomes."""
+    while True:
+        name = _scratch_name(path)
+        try:
+            name.mkdir(0o777)
+            return name
+        except FileExistsError:
+            continue
 
 
 def _alive(pid: int) -> bool:
@@ -166,7 +194,7 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     for stale in path.parent.glob(f".{path.name}.*"):  # left by a write that was killed
         if _abandoned(stale):
             shutil.rmtree(stale, ignore_errors=True)
-    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=_scratch_prefix(path)))
+    tmp = _scratch_dir(path)
     try:
         yield tmp
         if path.exists():

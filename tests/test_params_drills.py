@@ -67,3 +67,39 @@ def test_the_shipped_params_pass(capsys):
         path = PARAMS.parent / name
         if path.exists():
             assert main(["check-params", "--params", str(path)]) == 0, capsys.readouterr().err
+
+
+def test_a_params_file_that_is_not_utf8_is_refused_naming_the_file(tmp_path, capsys):
+    path = tmp_path / "params.yaml"
+    path.write_bytes(PARAMS.read_bytes().replace(b"seed: 1234", b"seed: 1234 # caf\xe9", 1))
+    code = main(["check-params", "--params", str(path)])
+    err = capsys.readouterr().err
+    assert code == 2 and str(path) in err and "UTF-8" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("old,new,field,problem", [
+    ("seed: 1234", 'seed: "1234"', "seed", "valid integer"),
+    ("  runs: 3", "  runs: true", "boat.runs", "valid integer"),
+    ("  confidence: 0.95", '  confidence: "0.95"', "audit.confidence", "valid number"),
+    ("  confidence: 0.95", "  confidence: .nan", "audit.confidence", "finite number"),
+    ("  n_boot: 2000", "  n_boot: 2000.0", "audit.n_boot", "valid integer"),
+])
+def test_a_value_of_the_wrong_type_is_refused_not_converted(tmp_path, capsys, old, new, field, problem):
+    """YAML says what type a value is: a quoted number is a string, `true` a bool; the
+    settings take neither for a number (pydantic's lax mode would read "1234" as 1234 and
+    true as 1), and a NaN is not a number a confidence can be compared with."""
+    text = PARAMS.read_text()
+    assert old in text
+    text = text.replace(old, new, 1)
+    code, err = _check(tmp_path, text, capsys)
+    assert code == 2, err
+    assert f"params.yaml:{_line_of(text, new.strip())}: {field}: " in err and problem in err
+    assert "less than" not in err
+
+
+def test_tiny_params_still_load():
+    from judgeaudit.config import Params
+    from tests.tiny import tiny_params
+
+    assert Params.model_validate(tiny_params()).seed == 1234

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
+from pydantic import Strict as PydanticStrict
 
 from judgeaudit.config.fields import Strict, TrainArgs, check_template
 from judgeaudit.templates import COT_TEMPLATE, PARAPHRASE_TEMPLATE, RECOGNITION_TEMPLATE, SCORE_TEMPLATE
@@ -119,7 +120,8 @@ class ScoreRange(Strict):
     n_train_items: int = Field(ge=4)  # items the embedded judges learn to score on
     n_items: int = Field(ge=4)  # items scored in the audit (5 graded answers each)
     dev_share: float = Field(gt=0, lt=1, default=0.1)
-    ranges: list[tuple[int, int]] = [(0, 4), (1, 5), (2, 6), (3, 7)]
+    # YAML has no tuples: a range is a two-item list (its items stay strict ints)
+    ranges: list[Annotated[tuple[int, int], PydanticStrict(False)]] = [(0, 4), (1, 5), (2, 6), (3, 7)]
     lambdas: list[float] = Field(default=[0.01, 0.1, 0.5, 1.0], min_length=1)
     temperatures: list[float] = Field(default=[0.5, 1.0, 2.0], min_length=1)
     judges: list[ScoreJudge] = Field(min_length=1)

@@ -9,9 +9,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class Strict(BaseModel):
-    """A section of the settings: a key it does not know is an error, not ignored."""
+    """A section of the settings: a key it does not know is an error, not ignored; a value
+    of the wrong YAML type is an error, not converted (pydantic's lax mode reads ``"1234"``
+    as 1234 and ``true`` as 1); NaN and infinity are not numbers a setting can hold."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 def placeholders(template: str) -> set[str]:

@@ -48,21 +48,30 @@ def warm_up(suites: bool = False) -> None:
     """Import Great Expectations and build this process's context now (seconds), e.g.
     while something else waits, instead of at the first validation; ``suites``: every
     table's suite too (a second: a process that forks the stages has them built once)."""
-    from judgeaudit.schemas.suites import SUITES
+    from judgeaudit.schemas.suites import SUITES, optional_columns
 
     _context()
     for table in SUITES if suites else ():
-        _suite(table)
+        _suite(table, optional_columns(table))  # as the stages write them: with their optional columns
 
 
-def _suite(table: str):
-    """The named table's suite, built once per process (GE's add_expectation compares each
-    expectation with the others: about 0.07 s a suite)."""
-    from judgeaudit.schemas.suites import build_suite
+def _suite(table: str, columns: frozenset[str] = frozenset()):
+    """The named table's suite for a table with ``columns``, built once per process and set
+    of optional columns present (GE's add_expectation compares each expectation with the
+    others: about 0.07 s a suite)."""
+    from judgeaudit.schemas.suites import build_suite, optional_columns
 
-    if table not in _SUITES:
-        _SUITES[table] = build_suite(table)
-    return _SUITES[table]
+    key = (table, optional_columns(table) & columns)
+    if key not in _SUITES:
+        _SUITES[key] = build_suite(*key)
+    return _SUITES[key]
+
+
+def _rows(indices: list) -> str:
+    """Rows by their 1-based number in the table, as the readers count them."""
+    numbers = sorted(int(i) + 1 for i in indices)
+    shown = ", ".join(map(str, numbers[:5])) + (f" and {len(numbers) - 5} more" if len(numbers) > 5 else "")
+    return f"row{'s' if len(numbers) > 1 else ''} {shown}"
 
 
 def validate_table(frame: pd.DataFrame, table: str, source: str = "", *,
@@ -82,7 +91,7 @@ def validate_table(frame: pd.DataFrame, table: str, source: str = "", *,
         definition = asset.add_batch_definition_whole_dataframe("all")
     frame = frame.reset_index(drop=True)
     batch = definition.get_batch(batch_parameters={"dataframe": frame})
-    suite = _suite(table)
+    suite = _suite(table, frozenset(frame.columns))
     # pass or fail first (about half the time of a full result, which lists every unexpected
     # row even when there is none); the full result only for a table that fails
     if batch.validate(suite, result_format="BOOLEAN_ONLY").success:
@@ -100,7 +109,8 @@ def validate_table(frame: pd.DataFrame, table: str, source: str = "", *,
             bad_rows.setdefault(int(i), []).append(cfg.type)
         examples = frame.loc[list(indices)[:2]].to_dict("records") if indices else []
         observed = (r.result or {}).get("observed_value")
-        detail = f"{len(indices)} row(s), e.g. {examples}" if indices else f"observed {observed!r}"
+        detail = (f"{len(indices)} row(s), e.g. {examples}; {_rows(indices)} of the table" if indices
+                  else f"observed {observed!r}")
         problems.append(f"{cfg.type}({kwargs}): {detail}")
     where = f"{table} ({source})" if source else table
     message = f"table {where} failed validation:\n  " + "\n  ".join(problems)
