@@ -46,7 +46,7 @@ from judgeaudit.audits.win_rates import (
     instruction_difficulty,
     preferences,
 )
-from judgeaudit.pipeline.leaderboard import LeaderboardSettings, build_leaderboard
+from judgeaudit.stages.leaderboard import LeaderboardSettings, build_leaderboard
 from judgeaudit.sources import read_source
 
 HERE = Path(__file__).resolve().parent

@@ -21,7 +21,7 @@ from judgeaudit.audits.pu_audit import PUConfig
 from judgeaudit.audits.pu_verdicts import binary_items, pu_audit_verdicts, texts_for
 from judgeaudit.audits.reproduction import reproduce_published
 from judgeaudit.audits.stats import BootstrapSettings
-from judgeaudit.pipeline.real_judges import VerdictAuditSettings, make_embedder, pu_subset
+from judgeaudit.stages.real_judges import VerdictAuditSettings, make_embedder, pu_subset
 from judgeaudit.sources import read_source
 
 PU_STRATEGIES = {"llmbar": ["Vanilla"]}  # as params.yaml's default stage

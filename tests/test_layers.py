@@ -22,8 +22,8 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_layers_stage_modules_import_no_other_stage_module():
-    """The library's layers, checked on the source: a stage (judgeaudit/stages/X.py) and a
-    stage's computations (judgeaudit/pipeline/X.py) import no other stage's; the lower layers
+    """The library's layers, checked on the source: a stage (judgeaudit/stages/X.py, its
+    declaration and its computations) imports no other stage; the lower layers
     (models, generation, training, judging, attacks, audits, sources, schemas) import neither
     the stages, the runner nor the report, nor take the whole ``Params``; nothing in
     judgeaudit imports Prefect or flows."""
@@ -33,15 +33,13 @@ def test_layers_stage_modules_import_no_other_stage_module():
         rel, imports = path.relative_to(ROOT), _imports(path)
         top = path.relative_to(lib).parts[0]
         bad += [(str(rel), m) for m in imports if m.split(".")[0] in {"prefect", "flows", "tasks"}]
-        if top in {"pipeline", "stages"}:  # a stage's module, or its computations: no other stage's
-            bad += [(str(rel), m) for m in imports if m.startswith(f"judgeaudit.{top}.")
+        if top == "stages":  # a stage's module: no other stage's
+            bad += [(str(rel), m) for m in imports if m.startswith("judgeaudit.stages.")
                     and m.split(".")[2] != path.stem and path.stem != "__init__"]
-            if top == "pipeline":  # nor anything above it
-                bad += [(str(rel), m) for m in imports if m.startswith(("judgeaudit.stages", "judgeaudit.runner"))]
         elif top not in {"report", "cli", "runner", "__init__.py"}:  # above the stages and the report
             bad += [(str(rel), m) for m in imports if m.startswith(
-                ("judgeaudit.pipeline", "judgeaudit.report", "judgeaudit.stages", "judgeaudit.runner"))]
-        if top in {"stages", "stagekit", "pipeline"}:  # the runner runs the stages: it is above them
+                ("judgeaudit.report", "judgeaudit.stages", "judgeaudit.runner"))]
+        if top in {"stages", "stagekit"}:  # the runner runs the stages: it is above them
             bad += [(str(rel), m) for m in imports if m.startswith("judgeaudit.runner")]
         if top in {"models", "generation", "training", "judging", "attacks", "audits", "sources", "schemas"}:
             # typed settings handed down, never the whole params (judgeaudit/resolve.py: the door)

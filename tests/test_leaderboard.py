@@ -140,7 +140,7 @@ def test_gamed_entry_flagged_on_the_sample(tmp_path):
 def test_two_worker_processes_give_the_same_board():
     """The gamed-output evidence and the liblinear fits shared among worker processes: the
     same figures to the last bit as in one process."""
-    from judgeaudit.pipeline.leaderboard import LeaderboardSettings, build_leaderboard
+    from judgeaudit.stages.leaderboard import LeaderboardSettings, build_leaderboard
 
     import io
 
@@ -161,7 +161,7 @@ def test_two_worker_processes_give_the_same_board():
 @pytest.mark.slow
 @pytest.mark.skipif(not REAL.is_dir(), reason=f"{REAL} absent (shared data)")
 def test_alpacaeval_2_published_raw_figures_and_nullmodel():
-    from judgeaudit.pipeline.leaderboard import LeaderboardSettings, build_leaderboard
+    from judgeaudit.stages.leaderboard import LeaderboardSettings, build_leaderboard
 
     table, report = read_source("alpacaeval", REAL)
     assert report.summary()["files"] == 58 and len(table) == 46_680  # six files hold 802-804 annotations
@@ -262,7 +262,7 @@ def test_position_bias_of_one_random_order_per_instruction():
 
 
 def test_position_bias_is_not_measured_where_the_log_probs_contradict_the_order():
-    from judgeaudit.pipeline.leaderboard import judge_position
+    from judgeaudit.stages.leaderboard import judge_position
 
     boot = BootstrapSettings(100, 0.95, 0)
     frame, summary = judge_position(_one_order_table(-0.1), boot, {"order_agrees": 50, "order_contradicted": 50})
@@ -276,7 +276,7 @@ def test_position_bias_is_not_measured_where_the_log_probs_contradict_the_order(
 def test_alpacaeval_2s_judge_prefers_the_output_shown_second():
     """AlpacaEval 2.0's GPT-4 Turbo annotations: its seeded order agrees with the judge's own
     log-probs wherever they are kept, and the judge favours the output it is shown second."""
-    from judgeaudit.pipeline.leaderboard import judge_position
+    from judgeaudit.stages.leaderboard import judge_position
 
     table, report = read_source("alpacaeval", REAL)
     assert report.checks == {"order_agrees": 41_718, "order_unchecked": 4_962}

@@ -64,7 +64,7 @@ def test_self_check_refuses_the_adjustment_that_hurts_o1_mini(tmp_path):
     self-check, which sees only the verified pairs, must say so."""
     from judgeaudit.audits.pu_audit import PUConfig
     from judgeaudit.audits.stats import BootstrapSettings
-    from judgeaudit.pipeline.real_judges import VerdictAuditSettings, audit_verdicts, make_embedder
+    from judgeaudit.stages.real_judges import VerdictAuditSettings, audit_verdicts, make_embedder
     from judgeaudit.sources.judgebench import read_judgebench
 
     (tmp_path / O1_MINI).symlink_to(JUDGEBENCH / O1_MINI)

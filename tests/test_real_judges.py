@@ -267,7 +267,7 @@ def test_the_stage_bar_counts_the_audits_steps(tmp_path):
     from tqdm import tqdm
 
     from judgeaudit.audits.pu_audit import PUConfig
-    from judgeaudit.pipeline.real_judges import VerdictAuditSettings, audit_verdicts, read_sources
+    from judgeaudit.stages.real_judges import VerdictAuditSettings, audit_verdicts, read_sources
 
     settings = VerdictAuditSettings(FAST, PUConfig(n_splits=2, seed=0), cache_dir=tmp_path / "embeddings")
     totals = []
@@ -287,7 +287,7 @@ def test_the_stage_bar_counts_the_audits_steps(tmp_path):
 
 
 def test_absent_source_is_a_note_not_an_error(tmp_path):
-    from judgeaudit.pipeline.real_judges import read_sources
+    from judgeaudit.stages.real_judges import read_sources
 
     table, files, notes = read_sources({"llmbar": str(tmp_path / "nowhere"),
                                         "pandalm": str(DATA / "pandalm")})
@@ -361,7 +361,7 @@ def test_an_encoder_rebuilt_in_place_is_not_served_its_old_vectors(tmp_path):
     from transformers import AutoModel
 
     from judgeaudit.models.encoder import DEFAULT_ENCODER, Encoder, resolve_path
-    from judgeaudit.pipeline.real_judges import VerdictAuditSettings, make_embedder
+    from judgeaudit.stages.real_judges import VerdictAuditSettings, make_embedder
 
     folder, cache = tmp_path / "encoder", tmp_path / "cache"
     shutil.copytree(resolve_path(DEFAULT_ENCODER), folder)

@@ -153,7 +153,7 @@ def test_pandalm_judges_cannot_replace_its_annotators():
 def test_real_judges_stage_on_every_source(tmp_path):
     """The stage's library path on every real source (no PU: the PU audit has its own test)."""
     from judgeaudit.audits.stats import BootstrapSettings
-    from judgeaudit.pipeline.real_judges import (VerdictAuditSettings, audit_verdicts, read_sources, summary,
+    from judgeaudit.stages.real_judges import (VerdictAuditSettings, audit_verdicts, read_sources, summary,
                                                  write_audit)
 
     sources = {name: str(SHARED / name) for name in ("llmbar", "pandalm", "judgebench")}

@@ -230,7 +230,7 @@ def test_a_confidence_that_ranks_on_plain_pairs_and_runs_backwards_on_adversaria
     assert ci.loc[("plain", "auroc"), "n"] == 300
     # the summary and the command's line carry the per-subset figures, from the worst to the best
     from judgeaudit.cli.verdicts import _selective_line
-    from judgeaudit.pipeline.real_judges import trust_or_escalate
+    from judgeaudit.stages.real_judges import trust_or_escalate
 
     record = trust_or_escalate(result)[0]
     assert set(record["by_subset"]) == {"adversarial", "plain"} and record["auroc"]["n"] == 620

@@ -88,7 +88,7 @@ def test_reader_names_file_row_and_field(tmp_path):
 @pytest.mark.skipif(not BOARDS.is_dir(), reason=f"{BOARDS} absent (shared data)")
 def test_alpacaeval_three_judges(tmp_path):
     from judgeaudit.config import load_params
-    from judgeaudit.pipeline.leaderboard import judges_compared
+    from judgeaudit.stages.leaderboard import judges_compared
 
     section = load_params(ROOT / "params.yaml").leaderboard.self_preference
     summary = judges_compared(section, SETTINGS, None, tmp_path)

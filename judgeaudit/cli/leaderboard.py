@@ -31,7 +31,7 @@ def _leaderboard(args: argparse.Namespace) -> int:
 
     from judgeaudit.audits.stats import BootstrapSettings
     from judgeaudit.audits.win_rates import LCSettings
-    from judgeaudit.pipeline.leaderboard import (
+    from judgeaudit.stages.leaderboard import (
         LeaderboardSettings,
         build_leaderboard,
         read_notes,

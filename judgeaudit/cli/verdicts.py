@@ -67,7 +67,7 @@ def _verdict_settings(args: argparse.Namespace):
     from judgeaudit.audits.pu_audit import PUConfig
     from judgeaudit.audits.selective import SelectiveSettings
     from judgeaudit.audits.stats import BootstrapSettings
-    from judgeaudit.pipeline.real_judges import VerdictAuditSettings
+    from judgeaudit.stages.real_judges import VerdictAuditSettings
 
     strategies = {args.source: args.pu_strategies.split(",")} if args.pu_strategies else {}
     return VerdictAuditSettings(bootstrap=BootstrapSettings(args.n_boot, args.confidence, args.seed),
@@ -83,7 +83,7 @@ def _audit_and_write(table, files, notes: list[str], args: argparse.Namespace,
     from tqdm.auto import tqdm
 
     from judgeaudit.audits.attack_flips import flip_rates
-    from judgeaudit.pipeline.real_judges import audit_verdicts, summary, write_audit
+    from judgeaudit.stages.real_judges import audit_verdicts, summary, write_audit
 
     if files is not None and len(files):
         print(files[["path", "rows_read", "rows_rejected", "unparseable"]].to_string(index=False))

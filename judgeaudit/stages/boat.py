@@ -12,7 +12,9 @@ from pathlib import Path
 import pandas as pd
 
 from judgeaudit import resolve
-from judgeaudit.audits.agent_probe import (PROMPT_TEMPLATE, boat_rephrase, confidences, model_rephrase, probe_rates, probe_table, rewriter_errors, rule_rephrase, self_preference)
+from judgeaudit.audits.agent_probe import (PROMPT_TEMPLATE, boat_rephrase, confidences, model_rephrase,
+                                           probe_rates, probe_table, rewriter_errors, rule_rephrase,
+                                           self_preference)
 from judgeaudit.audits.boat_eval import boat_runs, boat_summary, single_effects, single_runs
 from judgeaudit.audits.stats import BootstrapSettings
 from judgeaudit.config import Params

@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from judgeaudit.attacks.transforms import add_prefix
-from judgeaudit.audits.prefix_bias import (auto_influence, cross_influence, fingerprint_agreement, mean_abs_offdiagonal)
+from judgeaudit.audits.prefix_bias import (auto_influence, cross_influence, fingerprint_agreement,
+                                           mean_abs_offdiagonal)
 from judgeaudit.audits.stats import mean_ci
 from judgeaudit.config import Params
 from judgeaudit.generation.corpus import degrade, make_items

@@ -19,7 +19,8 @@ import pandas as pd
 
 from judgeaudit import resolve
 from judgeaudit.attacks.presentation import ATTACKS
-from judgeaudit.audits.pu_audit import (PUConfig, consistency_table, improvement_vectors, pca_2d, run_pu_audit, sensitivity as pu_sensitivity)
+from judgeaudit.audits.pu_audit import (PUConfig, consistency_table, improvement_vectors, pca_2d,
+                                        run_pu_audit, sensitivity as pu_sensitivity)
 from judgeaudit.audits.pu_verdicts import one_verdict
 from judgeaudit.audits.stats import mean_ci
 from judgeaudit.config import Params

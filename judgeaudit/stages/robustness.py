@@ -20,10 +20,12 @@ from judgeaudit.attacks.presentation import ATTACKS
 from judgeaudit.attacks.rewriter import attack_texts
 from judgeaudit.attacks.transforms import ABLATIONS
 from judgeaudit.audits.leakage import CELL, leakage_scores, pair_scores
-from judgeaudit.audits.length_control import (controlled_summary, controlled_win_rates, gameability, with_differences)
+from judgeaudit.audits.length_control import (controlled_summary, controlled_win_rates, gameability,
+                                              with_differences)
 from judgeaudit.audits.stats import mean_ci
 from judgeaudit.config import Params
-from judgeaudit.judging.student_pairs import (attack_losers, binary_verdicts, comparisons, judge_pairs, load_judge)
+from judgeaudit.judging.student_pairs import (attack_losers, binary_verdicts, comparisons, judge_pairs,
+                                              load_judge)
 from judgeaudit.layout import Layout
 from judgeaudit.report.robustness_report import plot_mitigations
 from judgeaudit.stagekit.declare import MODELS, Stage
