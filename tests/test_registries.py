@@ -121,3 +121,19 @@ def test_naming_the_backends_imports_none_of_them():
             "print(sorted(backend_names()), [m for m in ('openai', 'vllm', 'torch') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "['openai', 'transformers', 'vllm'] []"
+
+
+def test_a_registered_mode_is_nameable_in_the_params_and_an_unknown_one_is_refused(tmp_path, capsys):
+    """judge.mode takes any registered mode (the one this file registers included), and
+    check-params refuses a name no mode is registered under, naming the field."""
+    from flows.cli import main
+    from judgeaudit.config import Judge
+    from tests.conftest import ROOT
+
+    assert Judge(mode="summed-likelihood", modes={"j": "summed-likelihood"}).mode == "summed-likelihood"
+    text = (ROOT / "params.yaml").read_text().replace("judge:\n  mode: likelihood", "judge:\n  mode: likelyhood")
+    assert "likelyhood" in text
+    (tmp_path / "params.yaml").write_text(text)
+    assert main(["check-params", "--params", str(tmp_path / "params.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert "judge.mode: unknown verdict mode 'likelyhood'" in err and "generative" in err

@@ -40,7 +40,14 @@ def add_check_params(sub: argparse._SubParsersAction) -> None:
 
 def _check_params(args: argparse.Namespace) -> int:
     from judgeaudit.config import load_params
+    from judgeaudit.judging.modes import registered_modes
 
-    load_params(args.params)
+    params = load_params(args.params)
+    # a mode is any registered one, so the settings cannot list them: checked here
+    named = {"judge.mode": params.judge.mode, **{f"judge.modes.{k}": v for k, v in params.judge.modes.items()}}
+    for field, mode in named.items():
+        if mode not in registered_modes():
+            raise ValueError(f"{args.params}: {field}: unknown verdict mode {mode!r}; registered: "
+                             f"{', '.join(registered_modes())}")
     print(f"{args.params}: ok")
     return 0

@@ -25,8 +25,8 @@ def add_judge_benchmark(sub: argparse._SubParsersAction) -> None:
     jb = sub.add_parser("judge-benchmark", help="judge a benchmark's real pairs with a configured judge (both "
                                                 "orders) and audit it beside the judges the benchmark recorded")
     jb.add_argument("--judge", required=True, help="a model name from params.yaml")
-    jb.add_argument("--mode", choices=("likelihood", "prompted", "generative"),  # params.yaml's JudgeMode
-                    help="verdict mode (default: params.yaml judge.modes, else judge.mode)")
+    jb.add_argument("--mode", help="a registered verdict mode: likelihood, prompted, generative, ... (default: "
+                                   "params.yaml judge.modes, else judge.mode)")
     jb.add_argument("--limit", type=int, help="judge a seeded sample of this many pairs (default: all)")
     jb.add_argument("--alone", action="store_true", help="leave the benchmark's recorded judges out of the report")
     jb.add_argument("--params", default="params.yaml")

@@ -3,9 +3,9 @@ the students' training, the judges and the leakage matrix they fill."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from judgeaudit.config.fields import Strict, TrainArgs, check_template
 from judgeaudit.models.spec import ModelSpec
@@ -104,7 +104,9 @@ class JudgeTiers(Strict):
     same_family: str | None = None
 
 
-JudgeMode = Literal["likelihood", "prompted", "generative"]
+# a registered verdict mode (judgeaudit.judging.modes): likelihood, prompted, generative, or one
+# added there; the name is checked against the registry by check-params and the judge stage
+JudgeMode = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_-]*$")]
 
 
 class Judge(Strict):
