@@ -11,6 +11,7 @@ from judgeaudit.config.audits import (HHRLHF, PU, Attacks, Audit, Boat, BoatProb
                                       Mitigation, Prefix, PUEncoder, Recognition, ScoreJudge, ScoreRange,
                                       SummEvalSource)
 from judgeaudit.config.fields import Strict, TrainArgs, check_template, placeholders
+from judgeaudit.config.live import LiveData, LiveJudge
 from judgeaudit.config.loader import load_params
 from judgeaudit.config.params import Params, Scale
 from judgeaudit.config.recorded import (JudgeBoard, LeaderboardSection, RealJudges, RealJudgesAltTest,
@@ -25,7 +26,7 @@ __all__ = [
     "COT_TEMPLATE", "HHRLHF", "METHODS", "PARAPHRASE_TEMPLATE", "PU", "RECOGNITION_TEMPLATE", "TIERS",
     "Attacks", "Audit", "Boat", "BoatProbe", "BoatReal", "Build", "ConfigError", "Corpus", "Embedded",
     "Generate", "Judge", "JudgeBoard", "JudgeMode", "JudgeTiers", "Leakage", "LeakageStudies",
-    "LeaderboardSection", "Mitigation", "ModelEntry", "PUEncoder", "Params", "Prefix", "RealJudges",
+    "LeaderboardSection", "LiveData", "LiveJudge", "Mitigation", "ModelEntry", "PUEncoder", "Params", "Prefix", "RealJudges",
     "RealJudgesAltTest", "RealJudgesPU", "RealJudgesSelective", "Recognition", "Scale", "ScoreJudge",
     "ScoreRange", "SelfPreferenceSection", "Size", "Strict", "SummEvalSource", "Train", "TrainArgs",
     "check_template", "load_params", "placeholders",

@@ -12,6 +12,7 @@ from pydantic import Field, model_validator
 from judgeaudit.config.audits import (PU, Attacks, Audit, Boat, LeakageStudies, Mitigation, Prefix,
                                       Recognition, ScoreRange)
 from judgeaudit.config.fields import Strict
+from judgeaudit.config.live import LiveJudge
 from judgeaudit.config.recorded import LeaderboardSection, RealJudges
 from judgeaudit.config.synthetic import Corpus, Embedded, Generate, Judge, Leakage, ModelEntry, Train
 from judgeaudit.dispatch import SETTINGS as DISPATCH_SETTINGS
@@ -64,6 +65,7 @@ class Params(Strict):
     recognition: Recognition | None = Recognition()
     mitigation: Mitigation | None = Mitigation()
     leakage_studies: LeakageStudies | None = None
+    live_judge: LiveJudge | None = None
 
     @model_validator(mode="after")
     def _precision_needs_the_cpus_own_kernels(self) -> "Params":

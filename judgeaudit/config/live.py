@@ -1,0 +1,34 @@
+"""The ``live_judge`` section: the judge a team uses, audited as a stage (``dvc repro
+live_judge``, a Prefect deployment, a scheduled drift check), as ``judgeaudit audit-judge``
+audits it from the command line."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from judgeaudit.config.fields import Strict
+
+
+class LiveData(Strict):
+    """One source of real pairs: a reader's name and its folder or file."""
+
+    source: str  # llmbar, pandalm, judgebench, alpacaeval, generic
+    path: str
+
+
+class LiveJudge(Strict):
+    """The judge (``openai:MODEL``, ``vllm:PATH``, ``hf:PATH`` or a model of this file), the
+    pairs it judges and the battery it goes through."""
+
+    judge: str
+    base_url: str | None = None  # openai: the endpoint (default: api.openai.com)
+    api_key_env: str = "OPENAI_API_KEY"  # the key is read from this variable, never from params
+    prompt_format: str | None = None  # a format string with {prompt}: the completions endpoint
+    mode: str = "generative"  # a registered verdict mode
+    data: list[LiveData] = Field(min_length=1)
+    limit: int | None = Field(default=None, ge=1)  # a seeded sample of this many pairs per source
+    biases: list[str] | None = None  # battery items (None: all of them)
+    concurrency: int | None = Field(default=None, ge=1)
+    n_boot: int = Field(default=1000, ge=100)
+    # USD per million tokens (prompt, completion) by model name, for the cost --dry-run prints
+    prices: dict[str, tuple[float, float]] = {}

@@ -1,0 +1,48 @@
+"""Drift between two audits of a judge on the same pinned pairs: an unchanged judge shows
+none; a judge that changed is flagged, with each difference's n and CI."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from judgeaudit.audits.drift import drift
+from judgeaudit.audits.stats import BootstrapSettings
+
+BOOT = BootstrapSettings(500, 0.95, 0)
+
+
+def _live(verdict_of, n: int = 40) -> pd.DataFrame:
+    """A judge's clean verdicts on ``n`` labelled pairs in both orders; ``verdict_of(i, order)``."""
+    rows = []
+    for i in range(n):
+        for order in ("1", "2"):
+            rows.append({"source": "llmbar", "subset": "s", "item_id": str(i), "order": order,
+                         "verdict": verdict_of(i, order), "label": "1" if i % 2 else "2",
+                         "response_1": "a" * (5 + i), "response_2": "b" * 9, "judge": "j", "strategy": "m"})
+    return pd.DataFrame(rows)
+
+
+def _pairs(flipped) -> pd.DataFrame:
+    return pd.DataFrame({"source": "llmbar", "subset": "s", "item_id": [str(i) for i in range(40)],
+                         "bias": "verbosity", "flipped": [flipped(i) for i in range(40)]})
+
+
+def test_an_unchanged_judge_shows_no_drift():
+    right = _live(lambda i, o: "1" if i % 2 else "2")
+    table = drift(right, right.copy(), _pairs(lambda i: i % 3 == 0), _pairs(lambda i: i % 3 == 0), BOOT)
+    assert set(table["figure"]) == {"verdict_change", "accuracy", "position", "verbosity"}
+    assert not table["drifted"].any()
+    assert (table["difference"] == 0).all() and (table["n"] > 0).all()
+
+
+def test_a_changed_judge_is_flagged_with_its_ci():
+    before = _live(lambda i, o: "1" if i % 2 else "2")  # always right
+    now = _live(lambda i, o: ("1" if i % 2 else "2") if i % 4 else ("2" if i % 2 else "1"))  # a quarter wrong
+    table = drift(before, now, _pairs(lambda i: False), _pairs(lambda i: i % 2 == 0), BOOT).set_index("figure")
+    change = table.loc["verdict_change"]
+    assert change["drifted"] and np.isclose(change["difference"], 0.25) and change["n"] == 40
+    acc = table.loc["accuracy"]
+    assert acc["drifted"] and acc["ci_high"] < 0 and np.isclose(acc["difference"], -0.25)
+    assert table.loc["verbosity", "drifted"] and table.loc["verbosity", "ci_low"] > 0
+    assert not table.loc["position", "drifted"]  # both judges agree with themselves across orders
