@@ -1,0 +1,95 @@
+"""The live_judge stage and the drift check: the user's judge from params.yaml's
+``live_judge`` section, audited through the runner as ``dvc repro`` runs it; then re-judged
+on its pinned pairs, where an unchanged judge shows no drift and a judge changed behind the
+same name is flagged."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pandas as pd
+import pytest
+import yaml
+
+from judgeaudit.config import load_params
+from judgeaudit.runner.execute import execute
+from judgeaudit.stages.live_judge import judge_drift
+from tests.conftest import ROOT
+
+QUESTIONS = ["What is 2 plus 3?", "What is the capital of Peru?", "What colour is snow?", "Name a prime number.",
+             "What is the opposite of hot?", "How many legs has a spider?"]
+
+
+def _pairs_file(path):
+    """24 labelled pairs in the generic format (one recorded verdict each: the pairs are what counts)."""
+    rows = []
+    for i in range(24):
+        q = QUESTIONS[i % len(QUESTIONS)]
+        good, bad = f"The answer to '{q}' is given here, number {i}.", f"I do not know ({i})."
+        label = "1" if i % 2 else "2"
+        r1, r2 = (good, bad) if label == "1" else (bad, good)
+        rows.append({"item_id": f"p{i}", "judge": "recorded", "verdict": label, "order": "1", "prompt": q,
+                     "response_1": r1, "response_2": r2, "label": label})
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def _params(tmp_path, judge_dir, pairs) -> str:
+    text = (ROOT / "params.yaml").read_text()
+    section = {"live_judge": {"judge": f"hf:{judge_dir}", "mode": "likelihood", "n_boot": 200,
+                              "data": [{"source": "generic", "path": str(pairs)}], "biases": ["verbosity"]}}
+    path = tmp_path / "params.yaml"
+    path.write_text(text + "\n" + yaml.safe_dump(section))
+    return str(path)
+
+
+def _copy_model(src, dst, noise: float = 0.0, seed: int = 0):
+    """The checkpoint at ``src`` saved to ``dst``, its weights perturbed by ``noise`` (a
+    different judge behind the same path)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    if dst.exists():
+        shutil.rmtree(dst)
+    shutil.copytree(src, dst)
+    if noise:
+        model = AutoModelForCausalLM.from_pretrained(src)
+        g = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(torch.randn(p.shape, generator=g) * noise)
+        model.save_pretrained(dst)
+
+
+@pytest.fixture
+def setup(tiny_lm, tmp_path):
+    judge = tmp_path / "judge"
+    _copy_model(tiny_lm.spec.path, judge)
+    return judge, _params(tmp_path, judge, _pairs_file(tmp_path / "pairs.csv"))
+
+
+def test_the_live_judge_stage_audits_the_sections_judge(setup, tmp_path):
+    _, params_path = setup
+    root = tmp_path / "data"
+    summary = execute("live_judge", params_path, root)
+    assert set(summary) == {"found", "accuracy"} and summary["accuracy"]["n"] == 24
+    written = json.loads((root / "live_judge" / "summary.json").read_text())
+    assert written["pairs"] == 24 and set(written["biases"]) == {"position", "verbosity"}
+    assert (root / "live_judge" / "report.md").is_file() and (root / "live_judge" / "battery.png").is_file()
+
+
+def test_drift_flags_a_judge_changed_behind_its_name_and_not_an_unchanged_one(setup, tmp_path, tiny_lm):
+    judge, params_path = setup
+    params, root = load_params(params_path), tmp_path / "data"
+    _, first = judge_drift(params, root, stamp="20260101T000000Z")
+    assert first is None  # nothing to compare with yet
+    _, same = judge_drift(params, root, stamp="20260102T000000Z")
+    assert len(same) and not same["drifted"].any(), same
+    assert same.set_index("figure").loc["verdict_change", "difference"] == 0
+    _copy_model(tiny_lm.spec.path, judge, noise=0.5, seed=1)  # another judge, same name
+    out, changed = judge_drift(params, root, stamp="20260103T000000Z")
+    row = changed.set_index("figure").loc["verdict_change"]
+    assert row["drifted"] and row["ci_low"] > 0 and row["n"] == 24, changed
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["drift_against"] == "20260102T000000Z" and any(r["drifted"] for r in summary["drift"])
