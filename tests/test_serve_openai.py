@@ -23,8 +23,10 @@ PROMPTS = ["What is 2 plus 3?", "What is the capital of Peru?", "What colour is 
 @pytest.fixture(scope="module")
 def server(tiny_lm):
     port = free_port()
-    # --truncate: the local model cuts long prompts from the left, and so must the server to match it
-    srv = uvicorn.Server(uvicorn.Config(make_app({"tiny": tiny_lm}, ServeLimits(truncate=True)), host="127.0.0.1", port=port,
+    # --truncate: the local model cuts long prompts from the left, and so must the server to match it;
+    # --max-logprobs: the verdict tests read the whole vocabulary's log-probs (OpenAI's cap is 5)
+    limits = ServeLimits(truncate=True, max_logprobs=len(tiny_lm.tokenizer))
+    srv = uvicorn.Server(uvicorn.Config(make_app({"tiny": tiny_lm}, limits), host="127.0.0.1", port=port,
                                         log_level="warning"))
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()

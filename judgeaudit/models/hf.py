@@ -10,6 +10,7 @@ from tqdm.auto import tqdm
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from judgeaudit.models.base import LanguageModel, apply_template
+from judgeaudit.models.chat import render_chat
 from judgeaudit.models.spec import ModelSpec, require_local
 from judgeaudit.precision import scoring
 
@@ -68,6 +69,12 @@ class TransformersModel(LanguageModel):
     # -- prompts -------------------------------------------------------------------
     def format_prompt(self, prompt: str) -> str:
         return apply_template(self.tokenizer, self.spec.chat_template, prompt)
+
+    def format_chat(self, messages: Sequence[dict[str, str]]) -> str:
+        """A whole conversation as one prompt (``judgeaudit.models.chat``): one user message
+        gives ``format_prompt``'s text; a conversation the chat template refuses is a
+        ``ChatError``."""
+        return render_chat(self.tokenizer, self.spec.chat_template, messages)
 
     def _encode(self, texts: Sequence[str]) -> list[list[int]]:
         texts = list(texts)  # one batched call: a fast tokenizer encodes them together

@@ -7,6 +7,7 @@ puts one judge behind an endpoint for tools that speak the OpenAI API.
 The modules, each importing only those before it:
 
 - ``schema``: the request bodies and the server's limits;
+- ``guard``: who may use the server (API key, Host header) and how large a body may be;
 - ``batching``: the engine, a loop decoding greedy requests in one running batch
   (continuous batching, ``judgeaudit.models.continuous``);
 - ``engine_process``: that engine in a process of its own;

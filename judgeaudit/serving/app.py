@@ -1,65 +1,103 @@
 """The HTTP app of ``judgeaudit serve`` (FastAPI). As a serving engine's API server
-would, it validates every field (400 naming the field, as OpenAI's API does), caps
-``max_tokens``, refuses a prompt longer than the model's context unless told to truncate
-(and then says how many tokens it cut), and hands each request to the engine
+would, it checks who asks and how much they send (``judgeaudit.serving.guard``),
+validates every field (400 naming the field, in OpenAI's error shape), caps
+``max_tokens`` and log-probs, renders a chat's whole conversation with the model's chat
+template, refuses a prompt longer than the model's context unless told to truncate (and
+then says how many tokens it cut), and hands each request to the engine
 (``judgeaudit.serving.batching``): a thread of this process, or, as ``judgeaudit serve``
-runs it, a process of its own (``judgeaudit.serving.engine_process``)."""
+runs it, a process of its own (``judgeaudit.serving.engine_process``). Prompts are
+formatted and tokenised in worker threads, never on the event loop, so that a long one
+keeps no other client waiting."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 import uuid
+from collections.abc import Sequence
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from judgeaudit.models.chat import ChatError
 from judgeaudit.models.hf import TransformersModel
 from judgeaudit.serving.batching import Batcher, Job
 from judgeaudit.serving.engine_process import EngineProcess
+from judgeaudit.serving.guard import Guard, openai_error
 from judgeaudit.serving.schema import ChatRequest, CompletionRequest, ServeLimits
 
 
-def _field_error(exc: RequestValidationError) -> str:
+class FieldError(HTTPException):
+    """A 400 naming the request's field ``param``."""
+
+    def __init__(self, param: str, message: str) -> None:
+        super().__init__(400, detail=f"{param}: {message}")
+        self.param = param
+
+
+def _field_error(exc: RequestValidationError) -> tuple[str, str | None]:
+    """(the message, the field) of a body that failed validation: its first error."""
     first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"] if p != "body") or "body"
-    return f"{where}: {first['msg']}" + (f" (got {first.get('input')!r:.80})" if "input" in first else "")
+    loc = [str(p) for p in first["loc"] if p != "body"]
+    if first["type"] == "json_invalid":  # loc holds the character where parsing stopped
+        why = first.get("ctx", {}).get("error", "JSON decode error")
+        return f"body: not valid JSON ({why} at character {loc[0] if loc else '?'})", None
+    if not loc and first["type"] in ("model_attributes_type", "dict_type", "model_type"):
+        return f"body: must be a JSON object (got {type(first.get('input')).__name__})", None
+    where = ".".join(loc) or "body"
+    if first["type"] == "extra_forbidden":
+        return f"{where}: not a field judgeaudit serve takes (unknown or not implemented)", where
+    msg = first["msg"].removeprefix("Value error, ")
+    got = f" (got {first.get('input')!r:.80})" if "input" in first else ""
+    return f"{where}: {msg}{got}", where if loc else None
+
+
+def _body_error(exc: BaseException | None) -> str:
+    """Why a body could not be parsed (FastAPI says only that it could not)."""
+    if isinstance(exc, UnicodeDecodeError):
+        return f"body: not UTF-8 ({exc.reason} at byte {exc.start})"
+    if isinstance(exc, RecursionError):
+        return "body: JSON nested too deeply"
+    return f"body: could not be parsed ({type(exc).__name__}: {exc})" if exc else "body: could not be parsed"
 
 
 def make_app(models: dict[str, TransformersModel], limits: ServeLimits | None = None,
-             engine: str = "thread", engine_threads: int | None = None) -> FastAPI:
+             engine: str = "thread", engine_threads: int | None = None, *, api_key: str | None = None,
+             allowed_hosts: Sequence[str] | None = None, docs: bool = False) -> FastAPI:
     """The ASGI app serving ``models`` by name, its requests batched as they wait.
     ``engine``: "thread" decodes in a thread of this process; "process" in a process of
     its own (``judgeaudit.serving.engine_process``), which loads its own copy of each model
     from its spec and uses ``engine_threads`` torch threads (None: all cores but one, at
-    least one; the thread engine shares this process's threads, so it takes none)."""
+    least one; the thread engine shares this process's threads, so it takes none).
+    ``api_key``: every request must carry it as a Bearer token; ``allowed_hosts``: the
+    names the Host header may give (None: any; ``judgeaudit serve`` gives loopback's when
+    bound to loopback); ``docs``: serve /docs, /redoc and /openapi.json."""
     limits = limits or ServeLimits()
     if engine not in ("thread", "process"):
         raise ValueError(f"engine: 'thread' or 'process' (got {engine!r})")
     if engine == "thread" and engine_threads is not None:
         raise ValueError("engine_threads applies to the process engine only (the thread engine uses "
                          "this process's torch threads)")
-    app = FastAPI(title="judgeaudit serve")
+    app = FastAPI(title="judgeaudit serve", **({} if docs else {"docs_url": None, "redoc_url": None,
+                                                                  "openapi_url": None}))
     if engine == "process":
         batcher = EngineProcess(models, limits, threads=engine_threads)
     else:
         batcher = Batcher(models, limits)
     app.state.batcher = batcher
 
-    def error(status: int, message: str, param: str | None = None) -> JSONResponse:
-        kind = "invalid_request_error" if status < 500 else "server_error"
-        return JSONResponse(status_code=status, content={"error": {"message": message, "type": kind,
-                                                                   "param": param, "code": status}})
-
-    @app.exception_handler(HTTPException)
-    def http_error(_: Request, exc: HTTPException) -> JSONResponse:  # the error body OpenAI clients read
-        return error(exc.status_code, str(exc.detail))
+    @app.exception_handler(StarletteHTTPException)  # Starlette's too: 404, 405, a body it cannot parse
+    def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:  # the body OpenAI clients read
+        message = str(exc.detail)
+        if exc.status_code == 400 and message == "There was an error parsing the body":
+            message = _body_error(exc.__cause__)
+        return openai_error(exc.status_code, message, getattr(exc, "param", None), headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
     def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:  # OpenAI says 400, not 422
-        loc = [str(p) for p in exc.errors()[0]["loc"] if p != "body"]
-        return error(400, _field_error(exc), ".".join(loc) or None)
+        return openai_error(400, *_field_error(exc))
 
     class KeepAliveOnFailure:
         """An unexpected failure becomes a JSON 500 and the connection stays usable (a
@@ -80,33 +118,44 @@ def make_app(models: dict[str, TransformersModel], limits: ServeLimits | None = 
             except Exception as exc:  # noqa: BLE001
                 if started or scope["type"] != "http":
                     raise
-                await error(500, f"{type(exc).__name__}: {exc}")(scope, receive, send)
+                await openai_error(500, f"{type(exc).__name__}: {exc}")(scope, receive, send)
 
     app.add_middleware(KeepAliveOnFailure)
+    app.add_middleware(Guard, api_key=api_key, allowed_hosts=allowed_hosts,
+                       max_body_bytes=limits.max_body_bytes)
 
     def get(name: str) -> TransformersModel:
         if name not in models:
             raise HTTPException(404, detail=f"model {name!r} is not served; served: {sorted(models)}")
         return models[name]
 
-    def check(model: TransformersModel, prompt: str, max_tokens: int, n: int) -> int:
-        """The prompt tokens the model will not see (0, or with --truncate the ones cut
-        from the left), or a 400 naming the field."""
+    def check_request(max_tokens: int, n: int, logprobs_field: str, logprobs: int | None) -> None:
+        """A 400 naming the field the request asks too much of."""
         if n != 1:
-            raise HTTPException(400, detail=f"n: only n=1 is supported (got {n})")
+            raise FieldError("n", f"only n=1 is supported (got {n})")
         if max_tokens > limits.max_tokens:
-            raise HTTPException(400, detail=f"max_tokens: at most {limits.max_tokens} on this server "
-                                            f"(got {max_tokens}; judgeaudit serve --max-tokens)")
+            raise FieldError("max_tokens", f"at most {limits.max_tokens} on this server "
+                                           f"(got {max_tokens}; judgeaudit serve --max-tokens)")
+        cap = limits.logprobs_cap(logprobs_field)
+        if logprobs is not None and logprobs > cap:
+            raise FieldError(logprobs_field, f"at most {cap} on this server (got {logprobs}; "
+                                             "judgeaudit serve --max-logprobs)")
+
+    async def measure(model: TransformersModel, prompt: str, max_tokens: int) -> tuple[int, int]:
+        """(the prompt's tokens the model sees, those it will not: 0, or with --truncate the
+        ones cut from the left), or a 400 naming the prompt. Tokenised in a worker thread:
+        a long prompt takes seconds, which on the event loop every client would wait."""
         if not prompt.strip():
-            raise HTTPException(400, detail="prompt: empty")
-        n_tokens, context = model.prompt_tokens(prompt), model.spec.max_length
+            raise FieldError("prompt", "empty")
+        n_tokens, context = await asyncio.to_thread(model.prompt_tokens, prompt), model.spec.max_length
         if n_tokens + max_tokens <= context:
-            return 0
+            return n_tokens, 0
         if not limits.truncate:
-            raise HTTPException(400, detail=f"prompt: {n_tokens} tokens, and with max_tokens {max_tokens} "
-                                            f"that exceeds the model's context of {context} tokens "
-                                            "(judgeaudit serve --truncate cuts long prompts from the left)")
-        return max(0, n_tokens - context)  # the model keeps the last `context` tokens
+            raise FieldError("prompt", f"{n_tokens} tokens, and with max_tokens {max_tokens} "
+                                       f"that exceeds the model's context of {context} tokens "
+                                       "(judgeaudit serve --truncate cuts long prompts from the left)")
+        cut = max(0, n_tokens - context)  # the model keeps the last `context` tokens
+        return n_tokens - cut, cut
 
     async def run(request: Request, job: Job) -> tuple[str, list[dict]]:
         future = asyncio.wrap_future(batcher.submit(job))
@@ -126,10 +175,12 @@ def make_app(models: dict[str, TransformersModel], limits: ServeLimits | None = 
     @app.post("/v1/completions")
     async def completions(req: CompletionRequest, request: Request) -> dict:
         model = get(req.model)
+        check_request(req.max_tokens, req.n, "logprobs", req.logprobs)
         prompts = [req.prompt] if isinstance(req.prompt, str) else req.prompt
-        choices, truncated = [], 0
+        choices, truncated, seen, generated = [], 0, 0, 0
         for k, prompt in enumerate(prompts):
-            truncated += check(model, prompt, req.max_tokens, req.n)
+            tokens, cut = await measure(model, prompt, req.max_tokens)
+            seen, truncated = seen + tokens, truncated + cut
             text, steps = "", []
             if req.max_tokens > 0:
                 text, steps = await run(request, Job(req.model, prompt, req.max_tokens, req.temperature,
@@ -140,18 +191,23 @@ def make_app(models: dict[str, TransformersModel], limits: ServeLimits | None = 
                     with batcher.model_lock:
                         return model.echo_logprobs(prompt)
                 echo = await asyncio.to_thread(score)
+            generated += len(steps)
             choices.append(_completion_choice(k, prompt, req, text, steps, echo))
         return {"id": f"cmpl-{uuid.uuid4().hex}", "object": "text_completion", "created": int(time.time()),
-                "model": req.model, "choices": choices, "usage": {"truncated_prompt_tokens": truncated}}
+                "model": req.model, "choices": choices, "usage": _usage(seen, generated, truncated)}
 
     @app.post("/v1/chat/completions")
     async def chat(req: ChatRequest, request: Request) -> dict:
         model = get(req.model)
         if req.messages[-1].role != "user":
-            raise HTTPException(400, detail="messages: the last message must be the user's")
+            raise FieldError("messages", "the last message must be the user's")
         max_tokens = req.max_completion_tokens or req.max_tokens or 16
-        prompt = model.format_prompt(req.messages[-1].content)
-        cut = check(model, prompt, max_tokens, req.n)
+        check_request(max_tokens, req.n, "top_logprobs", req.top_logprobs)
+        try:  # the whole conversation, through the model's chat template (a long one: off the loop)
+            prompt = await asyncio.to_thread(model.format_chat, [m.model_dump() for m in req.messages])
+        except ChatError as exc:
+            raise FieldError("messages", str(exc)) from None
+        seen, cut = await measure(model, prompt, max_tokens)
         text, steps = await run(request, Job(req.model, prompt, max_tokens, req.temperature, req.seed or 0,
                                               req.top_logprobs or 0))
         logprobs = None
@@ -160,12 +216,18 @@ def make_app(models: dict[str, TransformersModel], limits: ServeLimits | None = 
                                      "top_logprobs": [{"token": t, "logprob": v, "bytes": None}
                                                       for t, v in s["top"].items()]} for s in steps]}
         return {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
-                "model": req.model, "usage": {"truncated_prompt_tokens": cut},
+                "model": req.model, "usage": _usage(seen, len(steps), cut),
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                              "logprobs": logprobs,
                              "finish_reason": "length" if len(steps) >= max_tokens else "stop"}]}
 
     return app
+
+
+def _usage(prompt_tokens: int, completion_tokens: int, truncated: int) -> dict:
+    """OpenAI's usage (the prompt's tokens the model saw), and the tokens --truncate cut."""
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens, "truncated_prompt_tokens": truncated}
 
 
 def _completion_choice(index: int, prompt: str, req: CompletionRequest, text: str, steps: list[dict],
