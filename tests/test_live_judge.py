@@ -38,7 +38,8 @@ def _pairs_file(path):
 def _params(tmp_path, judge_dir, pairs) -> str:
     text = (ROOT / "params.yaml").read_text()
     section = {"live_judge": {"judge": f"hf:{judge_dir}", "mode": "likelihood", "n_boot": 200,
-                              "data": [{"source": "generic", "path": str(pairs)}], "biases": ["verbosity"]}}
+                              "data": [{"source": "generic", "path": str(pairs)}], "biases": ["verbosity"],
+                              "ranges": ["1-5"]}}
     path = tmp_path / "params.yaml"
     path.write_text(text + "\n" + yaml.safe_dump(section))
     return str(path)
@@ -77,6 +78,8 @@ def test_the_live_judge_stage_audits_the_sections_judge(setup, tmp_path):
     written = json.loads((root / "live_judge" / "summary.json").read_text())
     assert written["pairs"] == 24 and set(written["biases"]) == {"position", "verbosity"}
     assert (root / "live_judge" / "report.md").is_file() and (root / "live_judge" / "battery.png").is_file()
+    assert {r["score_range"] for r in written["pointwise"]["spearman"]} == {"1-5"}
+    assert (root / "live_judge" / "scores.png").is_file()
 
 
 def test_drift_flags_a_judge_changed_behind_its_name_and_not_an_unchanged_one(setup, tmp_path, tiny_lm):
@@ -93,3 +96,31 @@ def test_drift_flags_a_judge_changed_behind_its_name_and_not_an_unchanged_one(se
     assert row["drifted"] and row["ci_low"] > 0 and row["n"] == 24, changed
     summary = json.loads((out / "summary.json").read_text())
     assert summary["drift_against"] == "20260102T000000Z" and any(r["drifted"] for r in summary["drift"])
+
+
+def test_the_pointwise_audit_scores_every_range_with_and_without_an_assistant(tiny_lm, tmp_path):
+    from judgeaudit.audits.stats import BootstrapSettings
+    from judgeaudit.judging.live_items import pairs_to_judge
+    from judgeaudit.judging.live_pointwise import check_ranges, parse_ranges, pointwise_audit, score_histograms
+
+    items, _ = pairs_to_judge([("generic", str(_pairs_file(tmp_path / "pairs.csv")))])
+    ranges = parse_ranges("1-5,1-10,0-100")
+    assert ranges == [(1, 5), (1, 10), (0, 100)]
+    boot = BootstrapSettings(200, 0.95, 0)
+    corr, scores, chosen = pointwise_audit(tiny_lm, items, ranges, boot)
+    assert set(corr["score_range"]) == {"1-5", "1-10", "0-100"} and not chosen
+    assert len(scores) == 3 * 2 * 24  # both responses of every pair, per range
+    for name, part in scores.groupby("score_range"):
+        low, high = (int(x) for x in name.split("-"))
+        assert part["greedy"].between(low, high).all() and part["expected"].between(low, high).all()
+    defined = corr.dropna(subset=["estimate"])  # a constant greedy score has no correlation
+    assert len(defined) and (defined["ci_low"] <= defined["estimate"] + 1e-9).all() and (corr["n"] == 48).all()
+    corr_cd, _, chosen = pointwise_audit(tiny_lm, items, ranges[:1], boot, assistant=tiny_lm)
+    assert {"greedy", "cd_greedy", "cd_expected"} <= set(corr_cd["method"]) and chosen[0]["score_range"] == "1-5"
+    score_histograms(scores, tmp_path / "scores.png")
+    assert (tmp_path / "scores.png").stat().st_size > 0
+    with pytest.raises(ValueError, match="LOW-HIGH"):
+        parse_ranges("5-1")
+    remote = type("Remote", (), {"spec": type("S", (), {"backend": "openai"})()})()
+    with pytest.raises(ValueError, match="one token"):
+        check_ranges(remote, [(0, 100)])

@@ -30,5 +30,9 @@ class LiveJudge(Strict):
     biases: list[str] | None = None  # battery items (None: all of them)
     concurrency: int | None = Field(default=None, ge=1)
     n_boot: int = Field(default=1000, ge=100)
+    # the pointwise audit, where the judge gives log-probs: score ranges ("1-5", "1-10", "0-100";
+    # None: none) and a second, assistant judge for contrastive decoding (a spec as ``judge``)
+    ranges: list[str] | None = None
+    assistant: str | None = None
     # USD per million tokens (prompt, completion) by model name, for the cost --dry-run prints
     prices: dict[str, tuple[float, float]] = {}

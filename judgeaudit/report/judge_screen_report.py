@@ -39,6 +39,17 @@ def screen_markdown(screen: JudgeScreen) -> str:
     if s["flagged_subsets"]:
         lines += ["", "Flagged subsets: " + "; ".join(f"{r['source']}/{r['subset']} ({r['baselines']})"
                                                      for r in s["flagged_subsets"])]
+    if s.get("pointwise"):
+        lines += ["", "## Pointwise scores", "", "Spearman correlation of each score range's scores with the label "
+                  "(the better response 1, the other 0); cd_*: contrastive decoding against the assistant.", "",
+                  "![scores](scores.png)", "", "| range | method | Spearman |", "|---|---|---|"]
+        lines += [f"| {r['score_range']} | {r['method']} | {_fig(r)} |" for r in s["pointwise"]["spearman"]]
+    if s.get("drift"):
+        lines += ["", "## Drift against the previous audit", "", "| figure | before | now | difference | drifted |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {r['figure']} | {r['before']:.3f} | {r['now']:.3f} | "
+                  f"{_fig({'estimate': r['difference'], 'ci_low': r['ci_low'], 'ci_high': r['ci_high'], 'n': r['n']})} | "
+                  f"{'**yes**' if r['drifted'] else 'no'} |" for r in s["drift"]]
     if s.get("notes"):
         lines += ["", "## Notes", ""] + [f"- {n}" for n in s["notes"]]
     return "\n".join(lines) + "\n"

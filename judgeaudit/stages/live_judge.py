@@ -23,6 +23,7 @@ from judgeaudit.audits.stats import BootstrapSettings
 from judgeaudit.config import Params
 from judgeaudit.judging.battery import BatteryRun, run_battery
 from judgeaudit.judging.live_items import pairs_to_judge
+from judgeaudit.judging.live_pointwise import parse_ranges, pointwise_audit, score_histograms
 from judgeaudit.judging.modes import verdict_mode
 from judgeaudit.layout import Layout
 from judgeaudit.models import ModelSpec, load_model
@@ -53,6 +54,7 @@ class LiveAudit:
     run: BatteryRun
     screen: JudgeScreen
     drift: pd.DataFrame | None = None
+    pointwise: tuple[pd.DataFrame, pd.DataFrame, list[dict]] | None = None  # judging.live_pointwise
 
 
 def audit_live(model, name: str, mode: str, settings, items: pd.DataFrame, biases: list[str] | None,
@@ -77,6 +79,14 @@ def write_live(audit: LiveAudit, out: Path) -> Path:
     if audit.drift is not None:
         write_table(audit.drift, out / "drift.parquet")
         audit.screen.summary["drift"] = audit.drift.to_dict("records")
+    if audit.pointwise is not None:
+        correlations, scores, chosen = audit.pointwise
+        write_table(correlations, out / "score_correlations.parquet")
+        write_table(scores, out / "scores.parquet")
+        score_histograms(scores, out / "scores.png")
+        audit.screen.summary["pointwise"] = {"contrastive_decoding": chosen, "spearman": correlations[
+            correlations["kind"] == "spearman"][["score_range", "method", "estimate", "ci_low", "ci_high", "n"]]
+            .to_dict("records")}
     write_json(audit.screen.summary, out / "summary.json")
     forest_plot(audit.screen.battery, out / "battery.png")
     return write_screen_report(audit.screen, out / "report.md")
@@ -105,9 +115,17 @@ def audit_section(params: Params, root: Path, calls: Path, steps: Steps | None =
     spec = live_spec(params, root, calls)
     items, notes = pairs_to_judge([(d.source, d.path) for d in section.data], section.limit, params.seed)
     boot = BootstrapSettings(section.n_boot, params.audit.confidence, params.seed)
-    audit = audit_live(load_model(spec, name=section.judge), section.judge, section.mode, params.judge, items,
-                       section.biases, boot, params.seed, steps)
+    model = load_model(spec, name=section.judge)
+    audit = audit_live(model, section.judge, section.mode, params.judge, items, section.biases, boot, params.seed,
+                       steps)
     audit.screen.summary.update(identity=judge_identity(spec), notes=notes)
+    if section.ranges:
+        assistant = None
+        if section.assistant is not None:
+            named = {n: params.spec_for(n, root / "models") for n in params.models}
+            assistant = load_model(parse_judge(section.assistant, base_url=section.base_url, named=named,
+                                               api_key_env=section.api_key_env), name=section.assistant)
+        audit.pointwise = pointwise_audit(model, items, parse_ranges(",".join(section.ranges)), boot, assistant)
     return audit
 
 
