@@ -9,7 +9,7 @@ from judgeaudit.audits.judge_screen import JudgeScreen
 
 
 def _fig(f: dict | None) -> str:
-    if f is None or f.get("estimate") is None:
+    if f is None or f.get("estimate") is None or f["estimate"] != f["estimate"]:  # None or NaN: undefined
         return "n/a"
     return f"{f['estimate']:.3f} [{f['ci_low']:.3f}, {f['ci_high']:.3f}] (n={f['n']})"
 
