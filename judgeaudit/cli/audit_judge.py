@@ -6,7 +6,10 @@ folder, so that a rerun makes no request for what is recorded and ``--replay`` n
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+
+from judgeaudit.models.call_record import CHARS_PER_TOKEN
 
 
 def add_audit_judge(sub: argparse._SubParsersAction) -> None:
@@ -37,7 +40,44 @@ def add_audit_judge(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples per CI (default 1000)")
     p.add_argument("--confidence", type=float, default=0.95)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--replay", action="store_true",
+                   help="openai: never call the endpoint; answer every call from the calls recorded in --out "
+                        "(a call not recorded is an error)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="call nothing: print the requests and prompt tokens the audit would send (an upper "
+                        "bound: every pair decided, so every pair attacked) and their cost")
+    p.add_argument("--tokenizer", metavar="PATH",
+                   help="a local Hugging Face tokenizer folder to count tokens with (--dry-run, --budget); "
+                        f"default: an hf: judge's own, else about {CHARS_PER_TOKEN:g} characters a token")
+    p.add_argument("--price-per-mtok", metavar="IN,OUT", type=_prices,
+                   help="dollars per million prompt (IN) and completion (OUT) tokens, for --dry-run's cost")
+    p.add_argument("--budget", type=int, metavar="TOKENS",
+                   help="openai: stop before this run's requests could spend more than TOKENS tokens "
+                        "(prompt + completion, as the endpoint's usage reports them, else counted); what was "
+                        "done is recorded, and a rerun resumes from it")
     p.set_defaults(handler=_audit_judge)
+
+
+def _prices(text: str) -> tuple[float, float]:
+    try:
+        p_in, p_out = (float(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give IN,OUT, dollars per million tokens, e.g. 2.5,10") from None
+    if p_in < 0 or p_out < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: prices cannot be negative")
+    return p_in, p_out
+
+
+def price_per_mtok(args: argparse.Namespace, params) -> tuple[float, float] | None:
+    """The judge's prices: ``--price-per-mtok``, else params.yaml's price table for the
+    judge (the hook: a ``prices`` mapping of judge name to [IN, OUT] dollars per million
+    tokens, read here once the params file has one), else None (no cost printed)."""
+    if args.price_per_mtok is not None:
+        return args.price_per_mtok
+    table = getattr(params, "prices", None) or {}
+    name = args.judge.partition(":")[2] if args.judge.startswith("openai:") else args.judge
+    found = table.get(args.judge, table.get(name))
+    return tuple(found) if found is not None else None
 
 
 def _sources(values: list[str]) -> list[tuple[str, str]]:
@@ -54,6 +94,8 @@ def _sources(values: list[str]) -> list[tuple[str, str]]:
 
 def _audit_judge(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
+
+    from judgeaudit.models.call_record import BudgetExhausted, TokenBudget, token_counter
 
     from judgeaudit.attacks.battery import battery_names, check_biases
     from judgeaudit.audits.judge_screen import forest_plot, judge_screen
@@ -75,29 +117,130 @@ def _audit_judge(args: argparse.Namespace) -> int:
     spec = parse_judge(args.judge, base_url=args.base_url, api_key_env=args.api_key_env, named=named,
                        concurrency=args.concurrency, device=args.device,
                        chat_template=args.prompt_format)
-    if spec.backend == "openai":  # every call kept beside the tables: a rerun resumes, sends nothing twice
+    if spec.backend == "openai":  # every call recorded beside the tables: a rerun resumes, sends nothing twice
         spec = spec.model_copy(update={"response_cache": str(out / "calls")})
+    elif args.replay or args.budget is not None:
+        raise ValueError(f"--replay and --budget apply to openai: judges (endpoint calls); {args.judge!r} runs here")
     settings = params.judge if params else _default_judge_settings()
     verdict_mode(args.mode, settings)  # an unknown mode fails here, before any pair is read
     items, notes = pairs_to_judge(_sources(args.data), args.limit, args.seed)
+    tokenizer = args.tokenizer or (spec.path if spec.backend == "transformers" else None)
+    if args.dry_run:
+        return _dry_run(args, spec, settings, items, biases, tokenizer, price_per_mtok(args, params))
     model = load_model(spec, name=args.judge)
+    journal = getattr(model, "journal", None)
+    if journal is not None:
+        journal.replay = args.replay
+        if args.budget is not None or args.tokenizer:
+            model.use_tokenizer(token_counter(tokenizer))
+        if args.budget is not None:
+            journal.budget = TokenBudget(args.budget, model._count)
     print(f"judgeaudit: {args.judge} judging {len(items)} pairs in both orders ({args.mode}), then under "
           f"{len(biases)} biases of the battery")
-    with tqdm(desc="audit-judge", unit="step", delay=1) as bar:
-        run = run_battery(model, args.judge, args.mode, settings, items, biases, seed=args.seed, steps=bar)
+    try:
+        with tqdm(desc="audit-judge", unit="step", delay=1) as bar:
+            run = run_battery(model, args.judge, args.mode, settings, items, biases, seed=args.seed, steps=bar)
+    except BudgetExhausted as exc:
+        _write_calls(journal, out)
+        print(f"judgeaudit: stopped: {exc}", file=sys.stderr)
+        return 3
+    except RuntimeError:
+        _write_calls(journal, out)  # an endpoint that failed for good: what it answered is kept
+        raise
     screen = judge_screen(run.live, run.pairs, BootstrapSettings(args.n_boot, args.confidence, args.seed))
     screen.summary.update(identity=judge_identity(spec), notes=notes, seed=args.seed, battery_items=biases)
+    if journal is not None:
+        screen.summary.update(calls=journal.counts(), endpoint_versions=journal.versions(),
+                              endpoint_drift=len(journal.versions()) > 1)
     out.mkdir(parents=True, exist_ok=True)
     write_table(run.live, out / "verdicts.parquet")
     write_table(run.pairs, out / "battery_pairs.parquet")
     write_table(screen.battery, out / "battery.parquet")
     write_table(screen.baselines, out / "baselines.parquet")
     write_json(screen.summary, out / "summary.json")
+    _write_calls(journal, out)
     forest_plot(screen.battery, out / "battery.png")
     report = write_screen_report(screen, out / "report.md")
     _print_screen(screen.summary)
+    if journal is not None:
+        _print_calls(screen.summary)
     print(f"judgeaudit: the judge's screen in {report}")
     return 0
+
+
+def _write_calls(journal, out: Path) -> None:
+    """The recorded calls as the table ``calls.parquet`` (an openai judge's; none otherwise)."""
+    if journal is not None and journal.rows:
+        out.mkdir(parents=True, exist_ok=True)
+        journal.table().to_parquet(out / "calls.parquet", index=False)
+
+
+def _print_calls(summary: dict) -> None:
+    c = summary["calls"]
+    print(f"calls: {c['sent']} sent ({c['failed']} failed), {c['answered_from_records']} answered from the "
+          f"records; {c['recorded']} recorded in all")
+    if summary["endpoint_drift"]:
+        seen = "; ".join(f"{v['model']} (fingerprint {v['system_fingerprint']}, {v['calls']} calls from "
+                         f"{v['first_seen']})" for v in summary["endpoint_versions"])
+        print(f"judgeaudit: warning: the endpoint reported more than one model version over the recorded "
+              f"calls: {seen}")
+
+
+def _dry_run(args, spec, settings, items, biases, tokenizer: str | None, prices) -> int:
+    """What the audit would send, counted without calling: the clean verdicts, then every
+    bias on every pair as if the judge decided them all (the battery attacks only decided
+    pairs: the requests are an upper bound). Which response a bias attacks depends on the
+    verdicts, so the tokens are the mean of two plans: every first response attacked, and
+    every second."""
+    from judgeaudit.judging.battery import run_battery
+    from judgeaudit.judging.benchmark import judge_items
+    from judgeaudit.models.call_plan import PlannedCalls
+    from judgeaudit.models.call_record import CallJournal, token_counter
+    from judgeaudit.models.judge_spec import judge_identity
+    from judgeaudit.models.openai_api import journal_path
+
+    journal = CallJournal(journal_path(spec), judge_identity(spec)) if spec.backend == "openai" else None
+    count = token_counter(tokenizer)
+    known = _recorded_verdicts(args, spec, settings, items) if journal is not None and journal.ok else None
+    plans = []
+    for winner in ("1", "2") if known is None else (None,):  # "1": the second response attacked
+        planner = PlannedCalls(spec, count, journal, name=args.judge)
+        live = judge_items(planner, args.judge, args.mode, settings, items, seed=args.seed)
+        run_battery(planner, args.judge, args.mode, settings, items, biases,
+                    live=known if known is not None else live.assign(verdict=winner), seed=args.seed)
+        plans.append(planner.summary(prices))
+    plans = plans * (3 - len(plans))
+    plan = {k: None if plans[0][k] is None else round((plans[0][k] + plans[1][k]) / 2, 6) for k in plans[0]}
+    counted = f"counted with the tokenizer in {tokenizer}" if tokenizer else \
+        f"estimated at {CHARS_PER_TOKEN:g} characters a token (give --tokenizer to count them)"
+    bound = "the clean verdicts recorded: the pairs the battery attacks known" if known is not None else \
+        "an upper bound: every pair decided, so every pair attacked"
+    print(f"judgeaudit: dry run: {plan['requests']:.0f} requests for {len(items)} pairs in both orders and "
+          f"{len(biases)} biases ({bound}), "
+          f"{plan['prompt_tokens']:.0f} prompt tokens, {counted}")
+    if journal is not None:
+        print(f"judgeaudit: {plan['requests'] - plan['to_send']:.0f} of them recorded in {args.out}: "
+              f"{plan['to_send']:.0f} to send, {plan['prompt_tokens_to_send']:.0f} prompt tokens and at most "
+              f"{plan['completion_tokens_max_to_send']:.0f} completion tokens")
+    print("judgeaudit: cost " + (f"${plan['cost_usd']:.4f} at ${prices[0]:g} / ${prices[1]:g} per million "
+                                  "prompt / completion tokens (an upper bound)" if prices else
+                                  "unknown: give --price-per-mtok IN,OUT"))
+    return 0
+
+
+def _recorded_verdicts(args, spec, settings, items):
+    """The judge's clean verdicts on ``items`` where every call they need is recorded in
+    ``--out`` (so that a dry run over a folder knows the pairs the battery attacks), else None."""
+    from judgeaudit.judging.benchmark import judge_items
+    from judgeaudit.models import load_model
+    from judgeaudit.models.openai_api import EndpointError
+
+    try:
+        model = load_model(spec, name=args.judge)
+        model.journal.replay = True
+        return judge_items(model, args.judge, args.mode, settings, items, seed=args.seed)
+    except EndpointError:
+        return None
 
 
 def _default_judge_settings():

@@ -9,13 +9,19 @@ the only one that can give prompt log-probs (``echo``), as vLLM's does.
 Faults: every endpoint failure becomes one EndpointError naming the model, the URL, the
 status and what to do; the openai client retries what retrying can fix (connection
 errors, timeouts, 429 and 5xx) with backoff; the first failure that survives its retries
-cancels the requests not yet sent. With ``response_cache`` set, every complete answer
-received is appended to a file there, so a rerun after a fault resumes where it stopped.
+cancels the requests not yet sent. A body that is not the JSON (or the shape) of an OpenAI
+response is an EndpointError while the endpoint has given no well-formed reply (it is
+likely no OpenAI endpoint at all); afterwards it is retried with backoff and, if it stays
+malformed, a failure counted with its reason.
+
+Every call is recorded (``call_record.CallJournal``) in a file under ``response_cache``
+when set: a rerun asks nothing recorded ok, ``journal.replay`` asks nothing at all, and
+``journal.budget`` caps the tokens a run spends.
 
 A reply that is not an answer (empty, content-filtered, truncated at max_tokens; verdict
 log-probs that are NaN or positive, or hold none of the verdict tokens) is a failure:
-counted by its reason in ``failures``, logged once per call, never cached (a rerun asks
-again), and in the log-probability modes an unparseable verdict (NaN), never a tie.
+counted by its reason in ``failures``, logged once per call, recorded as failed (a rerun
+asks again), and in the log-probability modes an unparseable verdict (NaN), never a tie.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import logging
 import math
 import os
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
@@ -37,6 +44,9 @@ from scipy.special import logsumexp
 from tqdm.auto import tqdm
 
 from judgeaudit.models.base import LanguageModel
+from judgeaudit.models.call_record import (FAILED, MISSING, Call, CallJournal, echo_call, first_words,
+                                            generate_call, token_counter, verdict_call)
+from judgeaudit.models.judge_spec import judge_identity
 from judgeaudit.models.spec import ModelSpec
 
 log = logging.getLogger(__name__)
@@ -84,34 +94,18 @@ def verdict_fault(top: dict[str, float], candidates: Sequence[str]) -> str | Non
     return None
 
 
-class ResponseCache:
-    """Responses already received, appended one JSON line each (a line cut by a kill is
-    skipped on reading), keyed by the request; thread-safe."""
+def legacy_key(*parts) -> str:
+    """A call's key in the response cache of earlier versions (still read)."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
-    def __init__(self, path: Path | None) -> None:
-        self.path, self.values, self.lock = path, {}, threading.Lock()
-        if path is not None and path.is_file():
-            for line in path.read_text().splitlines():
-                try:
-                    record = json.loads(line)
-                    self.values[record["k"]] = record["v"]
-                except (json.JSONDecodeError, KeyError, TypeError):
-                    continue
 
-    @staticmethod
-    def key(*parts) -> str:
-        return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
-
-    def get(self, key: str):
-        return self.values.get(key)
-
-    def put(self, key: str, value) -> None:
-        with self.lock:
-            self.values[key] = value
-            if self.path is not None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                with self.path.open("a") as f:
-                    f.write(json.dumps({"k": key, "v": value}) + "\n")
+def journal_path(spec: ModelSpec) -> Path | None:
+    """The file recording a judge's calls under ``spec.response_cache`` (the file the
+    response cache of earlier versions used, so its answers are still found), or None."""
+    if not spec.response_cache:
+        return None
+    url = spec.base_url or "https://api.openai.com/v1"
+    return Path(spec.response_cache) / f"{legacy_key(url, spec.path)[:16]}.jsonl"
 
 
 def _advice(status: int | None) -> str:
@@ -147,7 +141,7 @@ def candidate_logprobs(top: dict[str, float], candidates: Sequence[str]) -> list
 
 
 class OpenAIModel(LanguageModel):
-    """A model behind an OpenAI-compatible HTTP endpoint."""
+    """A model behind an OpenAI-compatible HTTP endpoint; ``journal``: its recorded calls."""
 
     def __init__(self, spec: ModelSpec, name: str = "", progress: bool = False) -> None:
         super().__init__(spec, name)
@@ -164,8 +158,13 @@ class OpenAIModel(LanguageModel):
         self.progress = progress
         self.failures: Counter[str] = Counter()  # replies that were no answer, by reason
         self._failures_lock = threading.Lock()
-        self.cache = ResponseCache(Path(spec.response_cache) / f"{ResponseCache.key(self.url, spec.path)[:16]}.jsonl"
-                                   if spec.response_cache else None)
+        self._well_formed = False  # whether the endpoint has given one well-formed reply
+        self.journal = CallJournal(journal_path(spec), judge_identity(spec))
+        self._count = token_counter(None)  # for the budget where a reply reports no usage
+
+    def use_tokenizer(self, count) -> None:
+        """Count tokens with ``count`` (text -> tokens) where the endpoint reports no usage."""
+        self._count = count
 
     def format_prompt(self, prompt: str) -> str:
         return prompt if self.chat else self.spec.chat_template.format(prompt=prompt)
@@ -210,53 +209,83 @@ class OpenAIModel(LanguageModel):
         """One line for the replies of one call that were no answer (``new``: the failures it added)."""
         if new:
             reasons = ", ".join(f"{n} {reason}" for reason, n in new.most_common())
-            log.warning("model %r at %s: %d of %d %s replies were no answer (%s); none of them is cached, "
+            log.warning("model %r at %s: %d of %d %s replies were no answer (%s), recorded as failed, "
                         "so a rerun asks again", self.name, self.url, sum(new.values()), total, desc, reasons)
 
-    def _request(self, what: str, create: Callable, read: Callable):
-        """``read(create())``, every fault turned into one EndpointError."""
+    def _request(self, what: str, create: Callable, read: Callable) -> tuple[object, object]:
+        """``(response, read(response))``, every fault turned into one EndpointError, but a
+        malformed body from an endpoint that gave a well-formed one before: retried with
+        backoff, then ``(None, Failed(None, reason))``."""
         import openai
 
         where = f"model {self.name or self.spec.path!r} at {self.url}"
-        try:
-            response = create()
-        except openai.APIStatusError as exc:
-            raise EndpointError(f"{where}: {what} failed with HTTP {exc.status_code}: "
-                                f"{str(exc)[:300]}; {_advice(exc.status_code)}") from None
-        except openai.APIConnectionError as exc:  # includes timeouts, after the client's retries
-            raise EndpointError(f"{where}: {what} failed: {type(exc).__name__}: {exc} "
-                                f"(after {self.spec.max_retries} retries); {_advice(None)}") from None
-        except (json.JSONDecodeError, openai.APIResponseValidationError) as exc:
-            raise EndpointError(f"{where}: {what}: the endpoint's body is not the JSON of an "
-                                f"OpenAI response ({exc}); is base_url an OpenAI-compatible /v1?") from None
-        try:
-            return read(response)
-        except (AttributeError, IndexError, KeyError, TypeError) as exc:
-            raise EndpointError(f"{where}: {what}: the response has not the shape of an OpenAI "
-                                f"response ({type(exc).__name__}: {exc}; choices: "
-                                f"{getattr(response, 'choices', None)!r:.200}); is base_url an "
-                                "OpenAI-compatible /v1?") from None
+        for attempt in range(self.spec.max_retries + 1):
+            response = None
+            try:
+                response = create()
+                value = read(response)
+                self._well_formed = True
+                return response, value
+            except openai.APIStatusError as exc:
+                raise EndpointError(f"{where}: {what} failed with HTTP {exc.status_code}: "
+                                    f"{str(exc)[:300]}; {_advice(exc.status_code)}") from None
+            except openai.APIConnectionError as exc:  # includes timeouts, after the client's retries
+                raise EndpointError(f"{where}: {what} failed: {type(exc).__name__}: {exc} "
+                                    f"(after {self.spec.max_retries} retries); {_advice(None)}") from None
+            except (json.JSONDecodeError, openai.APIResponseValidationError) as exc:
+                reason, detail = "malformed JSON body", (
+                    f"{where}: {what}: the endpoint's body is not the JSON of an OpenAI response ({exc}); "
+                    "is base_url an OpenAI-compatible /v1?")
+            except (AttributeError, IndexError, KeyError, TypeError) as exc:
+                reason, detail = "reply not shaped as an OpenAI response", (
+                    f"{where}: {what}: the response has not the shape of an OpenAI response ({type(exc).__name__}: "
+                    f"{exc}; choices: {getattr(response, 'choices', None)!r:.200}); is base_url an "
+                    "OpenAI-compatible /v1?")
+            if not self._well_formed:
+                raise EndpointError(detail) from None
+            log.warning("%s (try %d of %d)", detail, attempt + 1, self.spec.max_retries + 1)
+            if attempt < self.spec.max_retries:
+                time.sleep(min(8.0, 0.5 * 2 ** attempt))  # the client's own backoff, for bodies
+        return None, Failed(None, reason)
 
-    def _complete(self, prompt: str, read: Callable, usable: Callable, **kw):
-        """``read`` of the endpoint's first choice for ``prompt``, cached; a ``Failed`` reply
-        is counted, returned as such, and not cached. A cached value that is not ``usable``
-        (a failure cached before failures were told apart) is asked for again."""
-        cache_key = ResponseCache.key(self.chat, prompt, kw, read.__name__)
-        if (hit := self.cache.get(cache_key)) is not None and usable(hit):
+    def _call(self, call: Call, what: str, create: Callable, read: Callable, usable: Callable,
+              legacy: str, completion_tokens: Callable) -> object:
+        """The value ``read`` of the endpoint's reply to ``call``: its recorded value when it
+        is recorded ok (or in an older cache: then recorded anew), else asked for and
+        recorded, ``ok`` or (a ``Failed`` or None value) ``failed`` with its reason."""
+        journal = self.journal
+        key, hit = journal.answer(call, legacy, usable)
+        if hit is not MISSING:
             return hit
-        if self.chat:
-            create = lambda: self.client.chat.completions.create(  # noqa: E731
-                model=self.spec.path, messages=[{"role": "user", "content": prompt}], **kw)
-        else:
-            kw = {("logprobs" if k == "top_logprobs" else k): v for k, v in kw.items() if k != "logprobs"}
-            create = lambda: self.client.completions.create(model=self.spec.path, prompt=prompt, **kw)  # noqa: E731
-        value = self._request("chat completion" if self.chat else "completion", create,
-                              lambda response: read(response.choices[0]))
+        if journal.replay:
+            raise EndpointError(f"--replay: no recorded call for the prompt {first_words(call.prompt)!r} "
+                                f"(key {key}); rerun without --replay to ask the endpoint")
+        reserved = journal.budget.reserve(call) if journal.budget else 0
+        try:
+            response, value = self._request(what, create, read)
+        except EndpointError as exc:
+            journal.record(key, call, None, FAILED, str(exc)[:500])
+            journal.spend(reserved, None, lambda: (0, 0))
+            raise
+        stored = value.value if isinstance(value, Failed) else value
+        reason = value.reason if isinstance(value, Failed) else "no log-probs" if value is None else None
+        journal.record(key, call, stored, "ok" if reason is None else FAILED, reason, response)
+        journal.spend(reserved, response, lambda: (self._count(call.prompt), completion_tokens(stored)))
         if isinstance(value, Failed):
             self._fail(value.reason)
-        else:
-            self.cache.put(cache_key, value)
         return value
+
+    def _complete(self, call: Call, read: Callable, usable: Callable, legacy: str, completion_tokens: Callable):
+        """``read`` of the endpoint's first choice for ``call`` (``_call``)."""
+        kw = dict(call.settings)
+        if self.chat:
+            create = lambda: self.client.chat.completions.create(  # noqa: E731
+                model=self.spec.path, messages=[{"role": "user", "content": call.prompt}], **kw)
+        else:
+            kw = {("logprobs" if k == "top_logprobs" else k): v for k, v in kw.items() if k != "logprobs"}
+            create = lambda: self.client.completions.create(model=self.spec.path, prompt=call.prompt, **kw)  # noqa: E731
+        return self._call(call, "chat completion" if self.chat else "completion", create,
+                          lambda response: read(response.choices[0]), usable, legacy, completion_tokens)
 
     def generate(self, prompts: Sequence[str], *, max_new_tokens: int, temperature: float = 0.0,
                  seed: int = 0) -> list[str]:
@@ -265,14 +294,16 @@ class OpenAIModel(LanguageModel):
             if got is not None and not isinstance(got, str):
                 raise TypeError(f"text is {type(got).__name__}, not a string")
             got = (got or "").strip()
-            # what a truncated reply holds is kept (as the transformers backend's cut text), not cached
+            # what a truncated reply holds is kept (as the transformers backend's cut text), recorded failed
             if early := FINISHED_EARLY.get(getattr(choice, "finish_reason", None)):
                 return Failed(got, early)
             return got if got else Failed(got, EMPTY)
 
         def one(prompt: str) -> str:
-            got = self._complete(prompt, text, bool, max_tokens=max_new_tokens, temperature=temperature, seed=seed)
-            return got.value if isinstance(got, Failed) else got
+            kw = {"max_tokens": max_new_tokens, "temperature": temperature, "seed": seed}
+            got = self._complete(generate_call(self.chat, prompt, max_new_tokens, temperature, seed), text, bool,
+                                 legacy_key(self.chat, prompt, kw, "text"), lambda v: self._count(v or ""))
+            return (got.value or "") if isinstance(got, Failed) else got
 
         before = Counter(self.failures)
         texts = self._map(one, list(prompts), "generate")
@@ -292,8 +323,11 @@ class OpenAIModel(LanguageModel):
                 return Failed(got, FINISHED_EARLY["content_filter"])
             return Failed(got, fault) if (fault := logprob_fault(list(got.values()))) else got
 
-        got = self._complete(prompt, top, lambda hit: logprob_fault(list(hit.values())) is None, max_tokens=1,
-                             temperature=0.0, logprobs=True, top_logprobs=self.spec.top_logprobs)
+        k = self.spec.top_logprobs
+        kw = {"max_tokens": 1, "temperature": 0.0, "logprobs": True, "top_logprobs": k}
+        got = self._complete(verdict_call(self.chat, prompt, k), top,
+                             lambda hit: logprob_fault(list(hit.values())) is None,
+                             legacy_key(self.chat, prompt, kw, "top"), lambda _: 1)
         if got is None:
             raise EndpointError(f"{self.url} gave no log-probs for {self.name!r}: use the generative "
                                 "judge mode for it")
@@ -316,7 +350,7 @@ class OpenAIModel(LanguageModel):
 
     def completion_logprobs(self, prompts: Sequence[str], completions: Sequence[str]) -> np.ndarray:
         """As the interface says; a NaN sum where the endpoint's log-probs are NaN or positive
-        (an unparseable verdict in the likelihood mode), counted and not cached."""
+        (an unparseable verdict in the likelihood mode), counted and recorded as failed."""
         if self.chat:
             raise EndpointError(f"{self.name!r}: prompt log-probs need the completions endpoint; give "
                                 "the spec a chat_template format string (the likelihood mode needs them)")
@@ -326,9 +360,6 @@ class OpenAIModel(LanguageModel):
         def one(pair: tuple[str, str]) -> tuple[float, int]:
             prompt, completion = pair
             completion = " " + completion if completion and not completion[0].isspace() else completion
-            key = ResponseCache.key("echo", prompt, completion)
-            if (hit := self.cache.get(key)) is not None and logprob_fault([hit[0]]) is None:
-                return tuple(hit)
 
             def read(response) -> tuple[float, int] | None:
                 lp = response.choices[0].logprobs
@@ -338,17 +369,17 @@ class OpenAIModel(LanguageModel):
                           if off >= len(prompt) and v is not None]
                 if fault := logprob_fault(picked):
                     return Failed((math.nan, len(picked)), fault)
-                return float(sum(picked)), len(picked)
+                return [float(sum(picked)), len(picked)]
 
-            got = self._request("completion (echo)", lambda: self.client.completions.create(
-                model=self.spec.path, prompt=prompt + completion, max_tokens=0, echo=True, logprobs=0), read)
+            call = echo_call(prompt + completion)
+            got = self._call(call, "completion (echo)", lambda: self.client.completions.create(
+                model=self.spec.path, prompt=call.prompt, max_tokens=0, echo=True, logprobs=0), read,
+                lambda hit: logprob_fault([hit[0]]) is None, legacy_key("echo", prompt, completion), lambda _: 0)
             if got is None:
                 raise EndpointError(f"{self.url} gave no prompt log-probs (echo) for {self.name!r}")
             if isinstance(got, Failed):
-                self._fail(got.reason)
-                return got.value
-            self.cache.put(key, list(got))
-            return got
+                return got.value if got.value is not None else (math.nan, 0)
+            return tuple(got)
 
         before = Counter(self.failures)
         scored = self._map(one, list(zip(prompts, completions)), "score")

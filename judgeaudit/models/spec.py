@@ -32,7 +32,7 @@ class ModelSpec(BaseModel):
     max_retries: int = Field(default=4, ge=0)  # with exponential backoff (the openai client's)
     timeout_s: float = Field(default=120.0, gt=0)
     top_logprobs: int = Field(default=20, ge=1)  # how many next-token log-probs the endpoint returns
-    # a folder keeping every response received, so that a rerun after a fault resumes
+    # a folder recording every endpoint call (models.call_record), so that a rerun resumes
     # (the pipeline sets it to <data root>/cache/endpoints; None: no cache)
     response_cache: str | None = None
     # vllm backend
