@@ -91,3 +91,17 @@ def test_bad_judge_and_data_are_one_line_errors(tmp_path, capsys):
     assert main(["audit-judge", "--judge", "hf:/nowhere", "--data", f"nosuch={LLMBAR}", "--out", str(tmp_path),
                  "--params", "none.yaml"]) == 2
     assert "SOURCE=PATH" in capsys.readouterr().err
+
+
+def test_a_local_judge_pointwise_and_against_its_earlier_audit(tiny_lm, tmp_path, capsys):
+    import json
+
+    args = ["audit-judge", "--judge", f"hf:{tiny_lm.spec.path}", "--data", f"llmbar={LLMBAR}", "--mode", "likelihood",
+            "--biases", "verbosity", "--n-boot", "200", "--params", "none.yaml", "--ranges", "1-5,0-100"]
+    assert main([*args, "--out", str(tmp_path / "a")]) == 0
+    assert main([*args, "--out", str(tmp_path / "b"), "--drift-against", str(tmp_path / "a")]) == 0
+    summary = json.loads((tmp_path / "b" / "summary.json").read_text())
+    assert {r["score_range"] for r in summary["pointwise"]["spearman"]} == {"1-5", "0-100"}
+    assert summary["drift"] and not any(r["drifted"] for r in summary["drift"])  # the same judge
+    assert "no figure drifted" in capsys.readouterr().out
+    assert main([*args, "--out", str(tmp_path / "c"), "--drift-against", str(tmp_path / "nowhere")]) == 2

@@ -40,6 +40,12 @@ def add_audit_judge(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples per CI (default 1000)")
     p.add_argument("--confidence", type=float, default=0.95)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--ranges", help="also score both responses pointwise on these score ranges, e.g. 1-5,1-10,0-100 "
+                                    "(needs log-probs): each range's score distribution and its correlation with the label")
+    p.add_argument("--assistant", metavar="SPEC", help="with --ranges: a second judge (same forms as --judge) whose "
+                                                       "log-probs contrastive decoding subtracts")
+    p.add_argument("--drift-against", metavar="DIR", help="an earlier audit of this judge on the same pairs: every "
+                                                          "figure compared with it, drifted ones flagged")
     p.add_argument("--replay", action="store_true",
                    help="openai: never call the endpoint; answer every call from the calls recorded in --out "
                         "(a call not recorded is an error)")
@@ -70,11 +76,12 @@ def _prices(text: str) -> tuple[float, float]:
 
 def price_per_mtok(args: argparse.Namespace, params) -> tuple[float, float] | None:
     """The judge's prices: ``--price-per-mtok``, else params.yaml's price table for the
-    judge (the hook: a ``prices`` mapping of judge name to [IN, OUT] dollars per million
-    tokens, read here once the params file has one), else None (no cost printed)."""
+    judge (``live_judge.prices``: model name -> [IN, OUT] dollars per million tokens), else
+    None (no cost printed)."""
     if args.price_per_mtok is not None:
         return args.price_per_mtok
-    table = getattr(params, "prices", None) or {}
+    section = getattr(params, "live_judge", None)
+    table = section.prices if section is not None else {}
     name = args.judge.partition(":")[2] if args.judge.startswith("openai:") else args.judge
     found = table.get(args.judge, table.get(name))
     return tuple(found) if found is not None else None
@@ -95,19 +102,17 @@ def _sources(values: list[str]) -> list[tuple[str, str]]:
 def _audit_judge(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
-    from judgeaudit.models.call_record import BudgetExhausted, TokenBudget, token_counter
-
     from judgeaudit.attacks.battery import battery_names, check_biases
-    from judgeaudit.audits.judge_screen import forest_plot, judge_screen
+    from judgeaudit.audits.drift import drift
     from judgeaudit.audits.stats import BootstrapSettings
     from judgeaudit.config import load_params
-    from judgeaudit.judging.battery import run_battery
+    from judgeaudit.judging.live_items import pairs_to_judge
+    from judgeaudit.judging.live_pointwise import parse_ranges, pointwise_audit
     from judgeaudit.judging.modes import verdict_mode
     from judgeaudit.models import load_model
+    from judgeaudit.models.call_record import BudgetExhausted, TokenBudget, token_counter
     from judgeaudit.models.judge_spec import judge_identity, parse_judge
-    from judgeaudit.report.judge_screen_report import write_screen_report
-    from judgeaudit.judging.live_items import pairs_to_judge
-    from judgeaudit.tables import write_json, write_table
+    from judgeaudit.stages.live_judge import audit_live, previous, write_calls, write_live
 
     params = load_params(args.params) if Path(args.params).is_file() else None
     named = {n: params.spec_for(n, Path(args.root) / "models") for n in params.models} if params else None
@@ -137,42 +142,39 @@ def _audit_judge(args: argparse.Namespace) -> int:
             journal.budget = TokenBudget(args.budget, model._count)
     print(f"judgeaudit: {args.judge} judging {len(items)} pairs in both orders ({args.mode}), then under "
           f"{len(biases)} biases of the battery")
+    boot = BootstrapSettings(args.n_boot, args.confidence, args.seed)
+    before = previous(Path(args.drift_against)) if args.drift_against else None
+    if args.drift_against and before is None:
+        raise FileNotFoundError(f"--drift-against {args.drift_against}: no earlier audit there (verdicts.parquet, "
+                                "battery_pairs.parquet)")
     try:
         with tqdm(desc="audit-judge", unit="step", delay=1) as bar:
-            run = run_battery(model, args.judge, args.mode, settings, items, biases, seed=args.seed, steps=bar)
+            audit = audit_live(model, args.judge, args.mode, settings, items, biases, boot, args.seed, bar)
+        if args.ranges:
+            assistant = None if args.assistant is None else load_model(
+                parse_judge(args.assistant, base_url=args.base_url, api_key_env=args.api_key_env, named=named,
+                            chat_template=args.prompt_format), name=args.assistant)
+            audit.pointwise = pointwise_audit(model, items, parse_ranges(args.ranges), boot, assistant)
     except BudgetExhausted as exc:
-        _write_calls(journal, out)
+        write_calls(journal, out)
         print(f"judgeaudit: stopped: {exc}", file=sys.stderr)
         return 3
     except RuntimeError:
-        _write_calls(journal, out)  # an endpoint that failed for good: what it answered is kept
+        write_calls(journal, out)  # an endpoint that failed for good: what it answered is kept
         raise
-    screen = judge_screen(run.live, run.pairs, BootstrapSettings(args.n_boot, args.confidence, args.seed))
-    screen.summary.update(identity=judge_identity(spec), notes=notes, seed=args.seed, battery_items=biases)
+    audit.screen.summary.update(identity=judge_identity(spec), notes=notes)
+    if before is not None:
+        audit.drift = drift(before[0], audit.run.live, before[1], audit.run.pairs, boot)
+        audit.screen.summary["drift_against"] = str(args.drift_against)
+    report = write_live(audit, out, journal)
+    _print_screen(audit.screen.summary)
     if journal is not None:
-        screen.summary.update(calls=journal.counts(), endpoint_versions=journal.versions(),
-                              endpoint_drift=len(journal.versions()) > 1)
-    out.mkdir(parents=True, exist_ok=True)
-    write_table(run.live, out / "verdicts.parquet")
-    write_table(run.pairs, out / "battery_pairs.parquet")
-    write_table(screen.battery, out / "battery.parquet")
-    write_table(screen.baselines, out / "baselines.parquet")
-    write_json(screen.summary, out / "summary.json")
-    _write_calls(journal, out)
-    forest_plot(screen.battery, out / "battery.png")
-    report = write_screen_report(screen, out / "report.md")
-    _print_screen(screen.summary)
-    if journal is not None:
-        _print_calls(screen.summary)
+        _print_calls(audit.screen.summary)
+    if audit.drift is not None:
+        moved = audit.drift[audit.drift["drifted"]]["figure"].tolist()
+        print(f"drift against {args.drift_against}: " + (", ".join(moved) + " drifted" if moved else "no figure drifted"))
     print(f"judgeaudit: the judge's screen in {report}")
     return 0
-
-
-def _write_calls(journal, out: Path) -> None:
-    """The recorded calls as the table ``calls.parquet`` (an openai judge's; none otherwise)."""
-    if journal is not None and journal.rows:
-        out.mkdir(parents=True, exist_ok=True)
-        journal.table().to_parquet(out / "calls.parquet", index=False)
 
 
 def _print_calls(summary: dict) -> None:

@@ -69,9 +69,21 @@ def audit_live(model, name: str, mode: str, settings, items: pd.DataFrame, biase
     return LiveAudit(run, screen)
 
 
-def write_live(audit: LiveAudit, out: Path) -> Path:
-    """The audit's tables, summary.json, battery.png and report.md in ``out``; the report's path."""
+def write_calls(journal, out: Path) -> None:
+    """An endpoint judge's recorded calls (``models.call_record.CallJournal``) as ``calls.parquet``."""
+    if journal is not None and journal.rows:
+        out.mkdir(parents=True, exist_ok=True)
+        journal.table().to_parquet(out / "calls.parquet", index=False)
+
+
+def write_live(audit: LiveAudit, out: Path, journal=None) -> Path:
+    """The audit's tables, summary.json, battery.png and report.md in ``out`` (and an endpoint
+    judge's recorded calls, from its ``journal``); the report's path."""
     out.mkdir(parents=True, exist_ok=True)
+    if journal is not None:
+        audit.screen.summary.update(calls=journal.counts(), endpoint_versions=journal.versions(),
+                                    endpoint_drift=len(journal.versions()) > 1)
+    write_calls(journal, out)
     write_table(audit.run.live, out / "verdicts.parquet")
     write_table(audit.run.pairs, out / "battery_pairs.parquet")
     write_table(audit.screen.battery, out / "battery.parquet")
@@ -109,8 +121,9 @@ def live_spec(params: Params, root: Path, calls: Path) -> ModelSpec:
     return spec.model_copy(update={"response_cache": str(calls)}) if spec.backend == "openai" else spec
 
 
-def audit_section(params: Params, root: Path, calls: Path, steps: Steps | None = None) -> LiveAudit:
-    """The ``live_judge`` section's audit, its endpoint calls kept under ``calls``."""
+def audit_section(params: Params, root: Path, calls: Path, steps: Steps | None = None) -> tuple[LiveAudit, object]:
+    """The ``live_judge`` section's audit, its endpoint calls kept under ``calls``; and the
+    judge's call journal (None for a local judge)."""
     section = params.live_judge
     spec = live_spec(params, root, calls)
     items, notes = pairs_to_judge([(d.source, d.path) for d in section.data], section.limit, params.seed)
@@ -126,7 +139,7 @@ def audit_section(params: Params, root: Path, calls: Path, steps: Steps | None =
             assistant = load_model(parse_judge(section.assistant, base_url=section.base_url, named=named,
                                                api_key_env=section.api_key_env), name=section.assistant)
         audit.pointwise = pointwise_audit(model, items, parse_ranges(",".join(section.ranges)), boot, assistant)
-    return audit
+    return audit, getattr(model, "journal", None)
 
 
 def judge_drift(params: Params, root: Path, stamp: str | None = None) -> tuple[Path, pd.DataFrame | None]:
@@ -136,7 +149,7 @@ def judge_drift(params: Params, root: Path, stamp: str | None = None) -> tuple[P
     base = root / "live_judge_drift"
     stamp = stamp or datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out = base / stamp
-    audit = audit_section(params, root, out / "calls")
+    audit, journal = audit_section(params, root, out / "calls")
     identity = audit.screen.summary["identity"]
     earlier = sorted(p for p in base.glob("*") if p.is_dir() and p.name < stamp and (p / "summary.json").is_file()
                      and _identity(p) == identity)
@@ -144,7 +157,7 @@ def judge_drift(params: Params, root: Path, stamp: str | None = None) -> tuple[P
         boot = BootstrapSettings(params.live_judge.n_boot, params.audit.confidence, params.seed)
         audit.drift = drift(before[0], audit.run.live, before[1], audit.run.pairs, boot)
         audit.screen.summary["drift_against"] = earlier[-1].name
-    write_live(audit, out)
+    write_live(audit, out, journal)
     return out, audit.drift
 
 
@@ -156,8 +169,8 @@ def _identity(folder: Path) -> str | None:
 
 def run(params: Params, layout: Layout, tables: dict[str, pd.DataFrame], pool: Pool) -> dict:
     out = layout.root / "live_judge"
-    audit = audit_section(params, layout.root, layout.root / "cache" / "live_judge", steps=pool.bar)
-    write_live(audit, out)
+    audit, journal = audit_section(params, layout.root, layout.root / "cache" / "live_judge", steps=pool.bar)
+    write_live(audit, out, journal)
     for note in audit.screen.summary.get("notes", []):
         log.warning(note)
     return {"found": audit.screen.summary["found"], "accuracy": audit.screen.summary.get("accuracy")}
