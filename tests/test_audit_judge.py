@@ -4,17 +4,14 @@ benchmark pairs through the bias battery; every call recorded, so a rerun sends 
 
 from __future__ import annotations
 
-import threading
-import time
-
 import pandas as pd
 import pytest
-import uvicorn
 
 from flows.cli import main
 from judgeaudit.serving.app import make_app
 from judgeaudit.serving.schema import ServeLimits
-from tests.conftest import ROOT, free_port
+from tests.conftest import ROOT
+from tests.live_server import live_server
 
 LLMBAR = ROOT / "tests" / "data" / "llmbar"
 TABLES = ("verdicts", "battery_pairs", "battery", "baselines")
@@ -24,7 +21,7 @@ class Counting:
     """The server's own count of the requests it was sent (an ASGI wrapper)."""
 
     def __init__(self, app) -> None:
-        self.app, self.posts = app, 0
+        self.app, self.posts, self.state = app, 0, app.state
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "http" and scope["method"] == "POST":
@@ -35,17 +32,8 @@ class Counting:
 @pytest.fixture(scope="module")
 def served(tiny_lm):
     counted = Counting(make_app({"tiny": tiny_lm}, ServeLimits(truncate=True)))
-    port = free_port()
-    srv = uvicorn.Server(uvicorn.Config(counted, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.time() + 30
-    while not srv.started and time.time() < deadline:
-        time.sleep(0.05)
-    assert srv.started, "server did not start"
-    yield f"http://127.0.0.1:{port}/v1", counted
-    srv.should_exit = True
-    thread.join(timeout=10)
+    with live_server(counted) as port:
+        yield f"http://127.0.0.1:{port}/v1", counted
 
 
 def _audit(url: str, out, *extra: str) -> int:
