@@ -1,9 +1,9 @@
 """The serving engine: requests wait in a bounded queue (503 when full) and greedy ones
 decode in one running batch that requests join and leave at every step (continuous
 batching), with the prompts' shared opening computed once
-(``judgeaudit.models.continuous``); generation stops for a client that has gone. It runs
-as a thread of the HTTP process, or as the only thread of an engine process
-(``judgeaudit.serving.engine_process``)."""
+(``judgeaudit.models.continuous``). A client that has gone frees its place in the queue at
+once, or its row at the next step. It runs as a thread of the HTTP process, or as the only
+thread of an engine process (``judgeaudit.serving.engine_process``)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from judgeaudit.models.hf import TransformersModel
 from judgeaudit.serving.schema import ServeLimits
 
 
-@dataclass
+@dataclass(eq=False)  # a request is itself: the queue finds and removes it by identity
 class Job:
     """A request in flight: what to generate, the future its result lands in, and
     whether its client has gone."""
@@ -74,8 +74,18 @@ class Batcher:
         return job.future
 
     def cancel(self, job: Job) -> None:
-        """The client has gone: stop generating for ``job``."""
+        """The client has gone: a waiting ``job`` leaves the queue now (its future
+        cancelled), a running one at the next step."""
         job.gone.set()
+        with self.cond:
+            if job in self.waiting:
+                self.waiting.remove(job)
+                self._drop(job)
+
+    def in_flight(self) -> int:
+        """Requests waiting or running: what ``max_queue`` bounds."""
+        with self.cond:
+            return len(self.waiting) + self.running
 
     def stats(self) -> dict:
         """Rows per decoding step, prompts per prefill, requests abandoned, prompt tokens
@@ -95,6 +105,12 @@ class Batcher:
 
     def _continuous(self, job: Job) -> bool:
         return job.temperature == 0 and job.model in self.running_batches
+
+    def _drop(self, job: Job) -> None:
+        """Finish ``job`` ungenerated, its client gone: its future is cancelled, so that an
+        engine process answers for it and its queue slot is freed."""
+        self.abandoned += 1
+        job.future.cancel()
 
     def _hold_s(self) -> float:
         """Seconds the oldest waiting request may still wait for others to join its prefill
@@ -144,8 +160,12 @@ class Batcher:
             if alone is not None:
                 self._run_alone(alone)
             for name, jobs in joining.items():
-                live = [j for j in jobs if not j.gone.is_set()]
-                self.abandoned += len(jobs) - len(live)
+                live = []
+                for job in jobs:
+                    if job.gone.is_set():
+                        self._drop(job)
+                    else:
+                        live.append(job)
                 if live:
                     batch = self.running_batches[name]
                     self.prefills.append(len(live))
@@ -183,7 +203,7 @@ class Batcher:
 
     def _run_alone(self, job: Job) -> None:
         if job.gone.is_set():
-            self.abandoned += 1
+            self._drop(job)
             return
         try:
             self.batches.append(1)
