@@ -135,3 +135,20 @@ def test_the_queue_drill_at_the_issues_numbers(long_lm):
                                limits=ServeLimits())
     print(f"200s of 100 at once: {fresh} on the fresh server, {after} after the rounds")
 
+
+@pytest.mark.parametrize("path", ["completions", "chat/completions"])
+def test_a_temperature_too_small_to_divide_by_is_greedy(long_lm, path):
+    """``temperature: 1e-300`` made the probabilities inf/nan: a 500. Below 1e-5 (vLLM's
+    bound) a request is greedy."""
+    with serving(long_lm, ServeLimits(), "thread") as (url, _):
+        url = url.replace("completions", path)
+        body = ({"prompt": PROMPT} if path == "completions"
+                else {"messages": [{"role": "user", "content": "Name a colour."}]})
+        texts = []
+        for temperature in (1e-300, 5e-324, 1e-6, 0.0):
+            r = httpx.post(url, json={"model": "long", **body, "max_tokens": 8, "temperature": temperature,
+                                      "seed": 5}, timeout=60)
+            assert r.status_code == 200, r.text
+            choice = r.json()["choices"][0]
+            texts.append(choice["text"] if path == "completions" else choice["message"]["content"])
+        assert len(set(texts)) == 1 and texts[0]

@@ -20,10 +20,13 @@ from judgeaudit.models.hf import TransformersModel
 from judgeaudit.serving.schema import ServeLimits
 
 
+GREEDY_BELOW = 1e-5  # as vLLM's _SAMPLING_EPS: logits divided by a smaller temperature overflow (1e-300: inf)
+
+
 @dataclass(eq=False)  # a request is itself: the queue finds and removes it by identity
 class Job:
     """A request in flight: what to generate, the future its result lands in, and
-    whether its client has gone."""
+    whether its client has gone. A temperature below ``GREEDY_BELOW`` means greedy."""
 
     model: str
     prompt: str
@@ -35,6 +38,10 @@ class Job:
     gone: threading.Event = field(default_factory=threading.Event)
     arrived: float = field(default_factory=time.monotonic)
     id: int = -1  # the engine process's handle for it
+
+    def __post_init__(self) -> None:
+        if self.temperature < GREEDY_BELOW:
+            self.temperature = 0.0
 
 
 class Batcher:
