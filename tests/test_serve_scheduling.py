@@ -28,17 +28,18 @@ LONG = {"temperature": 0.8, "seed": 0}  # long_lm samples 400 tokens from PROMPT
 
 @pytest.fixture(scope="module")
 def long_lm(tiny_lm, tmp_path_factory):
-    """A random two-layer Llama on tiny_lm's tokenizer, its weights scaled 3x: sampling
+    """A random four-layer Llama on tiny_lm's tokenizer, its weights scaled 2x: sampling
     from it varies with the seed, and it runs hundreds of tokens before an end of sequence
-    (tiny_lm answers in a few), so a long request really is long."""
+    (tiny_lm answers in a few), each step costing several times what tiny_lm's does, so a
+    long request really is long beside the HTTP round trip of a short one."""
     from judgeaudit.models import ModelSpec, load_model
     from judgeaudit.models.scratch import build_llama
 
-    model = build_llama(tiny_lm.tokenizer, layers=2, hidden=64, heads=4, intermediate=128, max_positions=512,
+    model = build_llama(tiny_lm.tokenizer, layers=4, hidden=256, heads=4, intermediate=1024, max_positions=512,
                         seed=1)
     with torch.no_grad():
         for p in model.parameters():
-            p.mul_(3)
+            p.mul_(2)
     path = tmp_path_factory.mktemp("long_lm")
     model.save_pretrained(path)
     tiny_lm.tokenizer.save_pretrained(path)
@@ -99,19 +100,19 @@ def _settle(engine, within_s: float = 10.0) -> int:
     return engine.in_flight()
 
 
-def queue_drill(lm, engine: str, *, rounds: int, queued: int, burst: int, limits: ServeLimits,
+def queue_drill(lm, engine: str, *, rounds: int, ahead: int, queued: int, burst: int, limits: ServeLimits,
                 long_tokens: int) -> tuple[int, int]:
-    """Issue 68's drill: a burst on a fresh server; then ``rounds`` times one long sampled
-    request with ``queued`` more queued behind it whose clients hang up; then the burst
-    again. Returns the burst's 200s (fresh, after)."""
+    """Issue 68's drill: a burst on a fresh server; then ``rounds`` times ``ahead`` long
+    sampled requests with ``queued`` more queued behind them whose clients hang up; then
+    the burst again. Returns the burst's 200s (fresh, after)."""
     with serving(lm, limits, engine) as (url, batcher):
         fresh = _burst(url, burst)
         for _ in range(rounds):
-            with ThreadPoolExecutor(1) as pool:
-                long = pool.submit(_post, url, **LONG, max_tokens=long_tokens)
-                time.sleep(0.3)  # the long request is decoding
+            with ThreadPoolExecutor(ahead) as pool:
+                longs = [pool.submit(_post, url, **LONG, max_tokens=long_tokens) for _ in range(ahead)]
+                time.sleep(0.3)  # the long requests are queued or decoding
                 _abandon(url, queued, max_tokens=32)
-                assert long.result().json()["choices"][0]["finish_reason"] == "length"  # it was long
+                assert all(f.result().json()["choices"][0]["finish_reason"] == "length" for f in longs)
             time.sleep(1.0)  # the hung-up requests are noticed (the app polls every 0.1 s)
         after = _burst(url, burst)
         assert after >= min(fresh, limits.max_queue), (fresh, after)  # a burst fills the whole queue again
@@ -121,9 +122,11 @@ def queue_drill(lm, engine: str, *, rounds: int, queued: int, burst: int, limits
 
 @pytest.mark.parametrize("engine", ["thread", "process"])
 def test_clients_that_leave_while_queued_free_their_queue_slots(long_lm, engine):
-    """One request decodes at a time (--max-batch 1), so the others queue; before the fix,
-    the engine process kept a slot for each hung-up one: 1 of 8 left after one round."""
-    queue_drill(long_lm, engine, rounds=2, queued=7, burst=24, long_tokens=250,
+    """One request decodes at a time (--max-batch 1), so the others queue behind two long
+    ones (two: the queue drains later than the hang-ups are noticed, even on a fast host);
+    before the fix, the engine process kept a slot for each hung-up one: 2 of 8 left after
+    one round."""
+    queue_drill(long_lm, engine, rounds=2, ahead=2, queued=6, burst=24, long_tokens=250,
                 limits=ServeLimits(max_batch=1, max_queue=8, max_tokens=400))
 
 
@@ -131,9 +134,37 @@ def test_clients_that_leave_while_queued_free_their_queue_slots(long_lm, engine)
 def test_the_queue_drill_at_the_issues_numbers(long_lm):
     """Issue 68 item 1 at its own numbers and the server's defaults: 5 rounds of 21
     hung-up requests behind a 250-token sampled one, then 100 at once."""
-    fresh, after = queue_drill(long_lm, "process", rounds=5, queued=21, burst=100, long_tokens=250,
+    fresh, after = queue_drill(long_lm, "process", rounds=5, ahead=1, queued=21, burst=100, long_tokens=250,
                                limits=ServeLimits())
     print(f"200s of 100 at once: {fresh} on the fresh server, {after} after the rounds")
+
+
+def test_a_sampled_request_decodes_beside_greedy_ones_and_its_seed_holds(long_lm):
+    """With a long sampled request in flight, short greedy ones answer within a fraction
+    of its time (they used to wait for it to end: it ran alone), and its text for a seed is
+    the same alone, under load, and from the model's own ``generate``."""
+    with serving(long_lm, ServeLimits(max_tokens=400), "process") as (url, batcher):
+        alone = _post(url, **LONG, max_tokens=400).json()["choices"][0]["text"]
+        with ThreadPoolExecutor(5) as pool:
+            start = time.monotonic()
+            long = pool.submit(_post, url, **LONG, max_tokens=400)
+            time.sleep(0.3)  # it is decoding
+
+            def short(k: int) -> float:
+                t0 = time.monotonic()
+                r = _post(url, prompt=f"Q: What is {k} plus 1?\nA:", max_tokens=4)
+                assert r.status_code == 200 and r.json()["choices"][0]["text"]
+                return time.monotonic() - t0
+            waits = list(pool.map(short, range(4)))
+            body = long.result().json()
+            took = time.monotonic() - start
+        assert max(waits) < took / 4, (waits, took)  # they waited for most of it when it ran alone
+        assert body["choices"][0]["finish_reason"] == "length"
+        assert body["choices"][0]["text"] == alone
+        assert max(batcher.stats()["batches"]) > 1  # the greedy requests joined the sampled one
+    own, _ = long_lm.generate_with_logprobs(PROMPT, max_new_tokens=400, temperature=LONG["temperature"],
+                                            seed=LONG["seed"])
+    assert alone == own
 
 
 @pytest.mark.parametrize("path", ["completions", "chat/completions"])

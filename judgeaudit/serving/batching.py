@@ -1,6 +1,6 @@
-"""The serving engine: requests wait in a bounded queue (503 when full) and greedy ones
-decode in one running batch that requests join and leave at every step (continuous
-batching), with the prompts' shared opening computed once
+"""The serving engine: requests wait in a bounded queue (503 when full) and decode in one
+running batch per model that requests join and leave at every step (continuous batching),
+greedy and sampled ones together, with the prompts' shared opening computed once
 (``judgeaudit.models.continuous``). A client that has gone frees its place in the queue at
 once, or its row at the next step. It runs as a thread of the HTTP process, or as the only
 thread of an engine process (``judgeaudit.serving.engine_process``)."""
@@ -13,6 +13,7 @@ from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
+import torch
 from fastapi import HTTPException
 
 from judgeaudit.models.continuous import Row, RunningBatch, supports_continuous
@@ -45,11 +46,12 @@ class Job:
 
 
 class Batcher:
-    """One worker thread. Greedy requests decode in one running batch per model
-    (continuous batching, ``judgeaudit.models.continuous``): at every step the waiting
-    ones join, up to ``max_batch`` rows, and finished ones leave. A sampled request (or a
-    model that cannot batch continuously) runs alone when it is the oldest waiting, so that
-    a seed gives the same text however requests arrive."""
+    """One worker thread. Requests decode in one running batch per model (continuous
+    batching, ``judgeaudit.models.continuous``): at every step the waiting ones join, up
+    to ``max_batch`` rows, and finished ones leave. A sampled row draws from a generator of
+    its own, seeded with its request's seed, so that a seed gives the same text however
+    requests arrive. A request for a model that cannot batch continuously runs alone when
+    it is the oldest waiting."""
 
     def __init__(self, models: dict[str, TransformersModel], limits: ServeLimits, thread: bool = True) -> None:
         self.models, self.limits = models, limits
@@ -111,13 +113,21 @@ class Batcher:
         """Take in requests that came some other way than ``submit`` (the engine process's pipe)."""
 
     def _continuous(self, job: Job) -> bool:
-        return job.temperature == 0 and job.model in self.running_batches
+        return job.model in self.running_batches
 
     def _drop(self, job: Job) -> None:
         """Finish ``job`` ungenerated, its client gone: its future is cancelled, so that an
         engine process answers for it and its queue slot is freed."""
         self.abandoned += 1
         job.future.cancel()
+
+    def _row(self, job: Job) -> Row:
+        """``job``'s row in the running batch; a sampled one gets a generator seeded with
+        its seed (as ``generate`` after ``torch.manual_seed(seed)`` draws alone)."""
+        generator = None
+        if job.temperature > 0:
+            generator = torch.Generator(device=self.models[job.model].device).manual_seed(job.seed)
+        return Row(job, job.max_tokens, job.top_k, temperature=job.temperature, generator=generator)
 
     def _hold_s(self) -> float:
         """Seconds the oldest waiting request may still wait for others to join its prefill
@@ -167,17 +177,20 @@ class Batcher:
             if alone is not None:
                 self._run_alone(alone)
             for name, jobs in joining.items():
-                live = []
+                live, rows = [], []
                 for job in jobs:
                     if job.gone.is_set():
                         self._drop(job)
-                    else:
+                        continue
+                    try:
+                        rows.append(self._row(job))
                         live.append(job)
+                    except (RuntimeError, ValueError) as exc:  # a seed torch cannot take: this one fails
+                        job.future.set_exception(exc)
                 if live:
                     batch = self.running_batches[name]
                     self.prefills.append(len(live))
-                    self._guarded(name, lambda: batch.admit([j.prompt for j in live],
-                                                            [Row(j, j.max_tokens, j.top_k) for j in live]), live)
+                    self._guarded(name, lambda: batch.admit([j.prompt for j in live], rows), live)
             for name, batch in self.running_batches.items():
                 gone = [row for row in batch.rows if row.tag.gone.is_set()]
                 self.abandoned += len(gone)  # cut short: their clients have gone
