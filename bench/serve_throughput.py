@@ -2,12 +2,15 @@
 in flight, one request at a time (--max-batch 1: what the server did before batching, one
 global lock) against continuous batching (--max-batch 16: requests join and leave the
 running batch at every decoding step), same model, same requests, one run. Each request:
-a judge prompt, greedy, `--tokens` new tokens. A third server batches continuously without
+a judge prompt, `--tokens` new tokens, greedy but one in `--sampled-every` (temperature
+0.7, its own seed), which decodes in the running batch beside the greedy ones (it used to
+run alone, holding them up). A third server batches continuously without
 the 30 ms batching window (`--batch-wait-ms 0`). Every server runs as `judgeaudit serve`
 does (`--engine process --engine-threads 1` unless told otherwise); the load comes from
 aiohttp on one thread (httpx took a whole core at 16 in flight, as much as the server).
 
     python bench/serve_throughput.py [--model data/models/gen-formal] [--requests 192] [--tokens 16]
+    python bench/serve_throughput.py --sampled-every 0   # greedy only
     python bench/serve_throughput.py --engine thread   # the engine as a thread of the HTTP process
     python bench/serve_throughput.py --scratch 512,8   # a wider, deeper Llama (random weights)
 """
@@ -76,19 +79,26 @@ def _start(model_path: str, max_batch: int, wait_ms: float, engine: str, threads
             time.sleep(0.2)
 
 
-def _load(url: str, prompts: list[str], in_flight: int, tokens: int) -> tuple[float, float, float]:
-    """(requests/s, p50 s, p99 s) with ``in_flight`` concurrent clients sending ``prompts``
+def _requests(prompts: list[str], tokens: int, sampled_every: int) -> list[dict]:
+    """The request bodies: greedy, but every ``sampled_every``-th (0: none) sampled."""
+    bodies = [{"model": "judge", "prompt": p, "max_tokens": tokens} for p in prompts]
+    for k in range(sampled_every - 1, len(bodies), sampled_every) if sampled_every else ():
+        bodies[k].update(temperature=0.7, seed=k)
+    return bodies
+
+
+def _load(url: str, bodies: list[dict], in_flight: int) -> tuple[float, float, float]:
+    """(requests/s, p50 s, p99 s) with ``in_flight`` concurrent clients sending ``bodies``
     (asyncio on one thread: the load generator's own CPU cost stays small)."""
     async def run() -> tuple[float, list[float]]:
         latencies: list[float] = []
-        todo = iter(prompts)
+        todo = iter(bodies)
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=in_flight),
                                          timeout=aiohttp.ClientTimeout(total=600)) as client:
             async def worker() -> None:
-                for prompt in todo:
+                for body in todo:
                     t0 = time.perf_counter()
-                    async with client.post(url, json={"model": "judge", "prompt": prompt,
-                                                      "max_tokens": tokens}) as r:
+                    async with client.post(url, json=body) as r:
                         r.raise_for_status()
                         await r.read()
                     latencies.append(time.perf_counter() - t0)
@@ -98,7 +108,7 @@ def _load(url: str, prompts: list[str], in_flight: int, tokens: int) -> tuple[fl
 
     wall, latencies = asyncio.run(run())
     q = statistics.quantiles(latencies, n=100, method="inclusive")
-    return len(prompts) / wall, q[49], q[98]
+    return len(bodies) / wall, q[49], q[98]
 
 
 def main() -> None:
@@ -110,6 +120,7 @@ def main() -> None:
     ap.add_argument("--engine", choices=("process", "thread"), default="process")
     ap.add_argument("--engine-threads", type=int, default=1, help="torch threads of the engine (0: torch's default)")
     ap.add_argument("--tokens", type=int, default=16)
+    ap.add_argument("--sampled-every", type=int, default=8, help="one request in this many is sampled (0: none)")
     add_scratch_option(ap)
     args = scratch_or_model(ap.parse_args())
     model = load_model(ModelSpec(path=args.model, chat_template="Q: {prompt}\nA:", max_length=256), name="judge")
@@ -117,7 +128,9 @@ def main() -> None:
     items = make_items(args.requests, seed=0)
     prompts = [model.format_prompt(template.format(question=it.prompt, answer_a=f"The answer is {it.fact}.",
                                                    answer_b=f"Answer: {it.fact}.")) for it in items]
-    print(f"model={args.model} requests={args.requests} new_tokens={args.tokens} (greedy) "
+    bodies = _requests(prompts, args.tokens, args.sampled_every)
+    mix = f"1 in {args.sampled_every} sampled" if args.sampled_every else "greedy"
+    print(f"model={args.model} requests={args.requests} new_tokens={args.tokens} ({mix}) "
           f"engine={args.engine} engine_threads={args.engine_threads}")
     print(f"{'server':<28}{'in flight':>10}{'req/s':>9}{'p50 s':>9}{'p99 s':>9}")
     rates = {}
@@ -125,9 +138,9 @@ def main() -> None:
                ("  without the window", 16, 0.0))
     for label, max_batch, wait_ms in servers:
         server, url = _start(args.model, max_batch, wait_ms, args.engine, args.engine_threads)
-        _load(url, prompts[:4], 1, args.tokens)  # warm-up
+        _load(url, bodies[:4], 1)  # warm-up
         for in_flight in (1, 16, 50):
-            runs = sorted(_load(url, prompts, in_flight, args.tokens) for _ in range(args.repeats))
+            runs = sorted(_load(url, bodies, in_flight) for _ in range(args.repeats))
             rate, p50, p99 = runs[len(runs) // 2]
             rates[label, in_flight] = rate
             print(f"{label:<28}{in_flight:>10}{rate:>9.1f}{p50:>9.3f}{p99:>9.3f}")

@@ -1,4 +1,4 @@
-"""Continuous batching of greedy decoding for a transformers causal LM: requests join the
+"""Continuous batching of decoding for a transformers causal LM: requests join the
 running batch and leave it at step boundaries (iteration-level scheduling, as serving
 engines do), so a request that arrives while others decode waits for one step, not for
 the whole batch to end, and the forward passes keep running while the server answers
@@ -12,7 +12,9 @@ its token in place, where the dynamic cache would copy the whole cache (``torch.
 which took 40% of a step at 16 rows). A one-entry prefix cache keeps the keys and values
 of the last prompt prefilled without a hit: the tokens later prompts share with it (a
 judge template's opening) are not computed again. Greedy means the arg-max of the model's
-raw logits, which is what temperature 0 asks of an OpenAI-style endpoint.
+raw logits, which is what temperature 0 asks of an OpenAI-style endpoint. A sampled row
+draws as ``generate`` does (softmax of the logits over the temperature, no top-k or top-p
+cut), from a generator of its own: what it draws does not depend on the other rows.
 """
 
 from __future__ import annotations
@@ -29,11 +31,14 @@ from judgeaudit.models.hf import TransformersModel
 
 @dataclass
 class Row:
-    """One request in the running batch: ``tag`` is the caller's handle for it."""
+    """One request in the running batch: ``tag`` is the caller's handle for it; a row with
+    a ``temperature`` above 0 samples, drawing from ``generator``."""
 
     tag: object
     max_tokens: int
     top_k: int = 0
+    temperature: float = 0.0
+    generator: torch.Generator | None = None
     tokens: list[int] = field(default_factory=list)
     steps: list[dict] = field(default_factory=list)  # per token but end of sequence: token, logprob, top
     done: bool = False
@@ -223,9 +228,14 @@ class RunningBatch:
         return self.token_text[token]
 
     def _record(self, rows: list[Row], logits: torch.Tensor) -> torch.Tensor:
-        """Append each row's greedy token (and its log-prob and top alternatives); returns the tokens."""
+        """Append each row's token, greedy or sampled (and its log-prob and top
+        alternatives); returns the tokens."""
         logp = torch.log_softmax(logits.float(), dim=-1)
         tokens = logits.argmax(-1)
+        for k, row in enumerate(rows):
+            if row.temperature > 0:  # as transformers' sampling: one (1, vocab) draw, in float32
+                probs = torch.softmax(logits[k:k + 1].float() / row.temperature, dim=-1)
+                tokens[k] = torch.multinomial(probs, 1, generator=row.generator)[0, 0]
         chosen = logp.gather(1, tokens[:, None])[:, 0].tolist()
         for k, (row, tok) in enumerate(zip(rows, tokens.tolist())):
             row.tokens.append(tok)

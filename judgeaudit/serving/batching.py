@@ -1,9 +1,9 @@
-"""The serving engine: requests wait in a bounded queue (503 when full) and greedy ones
-decode in one running batch that requests join and leave at every step (continuous
-batching), with the prompts' shared opening computed once
-(``judgeaudit.models.continuous``); generation stops for a client that has gone. It runs
-as a thread of the HTTP process, or as the only thread of an engine process
-(``judgeaudit.serving.engine_process``)."""
+"""The serving engine: requests wait in a bounded queue (503 when full) and decode in one
+running batch per model that requests join and leave at every step (continuous batching),
+greedy and sampled ones together, with the prompts' shared opening computed once
+(``judgeaudit.models.continuous``). A client that has gone frees its place in the queue at
+once, or its row at the next step. It runs as a thread of the HTTP process, or as the only
+thread of an engine process (``judgeaudit.serving.engine_process``)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
+import torch
 from fastapi import HTTPException
 
 from judgeaudit.models.continuous import Row, RunningBatch, supports_continuous
@@ -20,10 +21,13 @@ from judgeaudit.models.hf import TransformersModel
 from judgeaudit.serving.schema import ServeLimits
 
 
-@dataclass
+GREEDY_BELOW = 1e-5  # as vLLM's _SAMPLING_EPS: logits divided by a smaller temperature overflow (1e-300: inf)
+
+
+@dataclass(eq=False)  # a request is itself: the queue finds and removes it by identity
 class Job:
     """A request in flight: what to generate, the future its result lands in, and
-    whether its client has gone."""
+    whether its client has gone. A temperature below ``GREEDY_BELOW`` means greedy."""
 
     model: str
     prompt: str
@@ -36,13 +40,18 @@ class Job:
     arrived: float = field(default_factory=time.monotonic)
     id: int = -1  # the engine process's handle for it
 
+    def __post_init__(self) -> None:
+        if self.temperature < GREEDY_BELOW:
+            self.temperature = 0.0
+
 
 class Batcher:
-    """One worker thread. Greedy requests decode in one running batch per model
-    (continuous batching, ``judgeaudit.models.continuous``): at every step the waiting
-    ones join, up to ``max_batch`` rows, and finished ones leave. A sampled request (or a
-    model that cannot batch continuously) runs alone when it is the oldest waiting, so that
-    a seed gives the same text however requests arrive."""
+    """One worker thread. Requests decode in one running batch per model (continuous
+    batching, ``judgeaudit.models.continuous``): at every step the waiting ones join, up
+    to ``max_batch`` rows, and finished ones leave. A sampled row draws from a generator of
+    its own, seeded with its request's seed, so that a seed gives the same text however
+    requests arrive. A request for a model that cannot batch continuously runs alone when
+    it is the oldest waiting."""
 
     def __init__(self, models: dict[str, TransformersModel], limits: ServeLimits, thread: bool = True) -> None:
         self.models, self.limits = models, limits
@@ -74,8 +83,18 @@ class Batcher:
         return job.future
 
     def cancel(self, job: Job) -> None:
-        """The client has gone: stop generating for ``job``."""
+        """The client has gone: a waiting ``job`` leaves the queue now (its future
+        cancelled), a running one at the next step."""
         job.gone.set()
+        with self.cond:
+            if job in self.waiting:
+                self.waiting.remove(job)
+                self._drop(job)
+
+    def in_flight(self) -> int:
+        """Requests waiting or running: what ``max_queue`` bounds."""
+        with self.cond:
+            return len(self.waiting) + self.running
 
     def stats(self) -> dict:
         """Rows per decoding step, prompts per prefill, requests abandoned, prompt tokens
@@ -94,7 +113,21 @@ class Batcher:
         """Take in requests that came some other way than ``submit`` (the engine process's pipe)."""
 
     def _continuous(self, job: Job) -> bool:
-        return job.temperature == 0 and job.model in self.running_batches
+        return job.model in self.running_batches
+
+    def _drop(self, job: Job) -> None:
+        """Finish ``job`` ungenerated, its client gone: its future is cancelled, so that an
+        engine process answers for it and its queue slot is freed."""
+        self.abandoned += 1
+        job.future.cancel()
+
+    def _row(self, job: Job) -> Row:
+        """``job``'s row in the running batch; a sampled one gets a generator seeded with
+        its seed (as ``generate`` after ``torch.manual_seed(seed)`` draws alone)."""
+        generator = None
+        if job.temperature > 0:
+            generator = torch.Generator(device=self.models[job.model].device).manual_seed(job.seed)
+        return Row(job, job.max_tokens, job.top_k, temperature=job.temperature, generator=generator)
 
     def _hold_s(self) -> float:
         """Seconds the oldest waiting request may still wait for others to join its prefill
@@ -144,13 +177,20 @@ class Batcher:
             if alone is not None:
                 self._run_alone(alone)
             for name, jobs in joining.items():
-                live = [j for j in jobs if not j.gone.is_set()]
-                self.abandoned += len(jobs) - len(live)
+                live, rows = [], []
+                for job in jobs:
+                    if job.gone.is_set():
+                        self._drop(job)
+                        continue
+                    try:
+                        rows.append(self._row(job))
+                        live.append(job)
+                    except (RuntimeError, ValueError) as exc:  # a seed torch cannot take: this one fails
+                        job.future.set_exception(exc)
                 if live:
                     batch = self.running_batches[name]
                     self.prefills.append(len(live))
-                    self._guarded(name, lambda: batch.admit([j.prompt for j in live],
-                                                            [Row(j, j.max_tokens, j.top_k) for j in live]), live)
+                    self._guarded(name, lambda: batch.admit([j.prompt for j in live], rows), live)
             for name, batch in self.running_batches.items():
                 gone = [row for row in batch.rows if row.tag.gone.is_set()]
                 self.abandoned += len(gone)  # cut short: their clients have gone
@@ -183,7 +223,7 @@ class Batcher:
 
     def _run_alone(self, job: Job) -> None:
         if job.gone.is_set():
-            self.abandoned += 1
+            self._drop(job)
             return
         try:
             self.batches.append(1)

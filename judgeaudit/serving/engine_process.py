@@ -8,8 +8,10 @@ model's own work); ``bench/serve_throughput.py --engine thread`` shows the diffe
 The engine process loads its own copy of each served model from the model's spec (the
 HTTP process keeps its copy for tokenising, prompt checks and ``echo`` scoring) and runs
 ``judgeaudit.serving.batching.Batcher`` over them. Messages on one pipe: a job, a
-cancellation, a stats request; back: results and errors by job id. It ends when the pipe
-closes (the HTTP process has gone, however it went), so it never outlives the server.
+cancellation, a stats request; back: results, errors and cancellations by job id. Every
+job is answered, one whose client has gone too: the answer frees its queue slot here. It
+ends when the pipe closes (the HTTP process has gone, however it went), so it never
+outlives the server.
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ from judgeaudit.models.hf import TransformersModel
 
 
 class EngineProcess:
-    """``Batcher``'s interface (``submit``, ``cancel``, ``stats``, ``model_lock``) over an
-    engine in a spawned process."""
+    """``Batcher``'s interface (``submit``, ``cancel``, ``in_flight``, ``stats``,
+    ``model_lock``) over an engine in a spawned process."""
 
     def __init__(self, models: dict[str, TransformersModel], limits, threads: int | None = None,
                  start_timeout_s: float = 300.0) -> None:
@@ -70,9 +72,16 @@ class EngineProcess:
         return job.future
 
     def cancel(self, job) -> None:
-        """The client has gone: the engine stops generating for ``job``."""
+        """The client has gone: the engine drops ``job`` from its queue, or stops generating
+        for it, and answers; the answer frees its slot here (the engine's bound and this one
+        count the same requests)."""
         job.gone.set()
         self._send(("gone", job.id, None))
+
+    def in_flight(self) -> int:
+        """Requests sent to the engine and not answered yet: what ``max_queue`` bounds."""
+        with self._pending_lock:
+            return len(self._pending)
 
     def stats(self, timeout_s: float = 30.0) -> dict:
         """The engine's ``Batcher.stats``."""
@@ -106,7 +115,11 @@ class EngineProcess:
                 key, ok, payload = self._conn.recv()
                 with self._pending_lock:
                     future = self._pending.pop(key, None)
-                if future is not None and not future.done():
+                if future is None or future.done():
+                    continue
+                if ok is None:  # dropped, its client gone
+                    future.cancel()
+                else:
                     future.set_result(payload) if ok else future.set_exception(RuntimeError(payload))
         except (EOFError, OSError):
             code = self.process.exitcode
@@ -158,7 +171,7 @@ def _engine_main(conn, specs: dict, limits, threads: int) -> None:
                             del jobs[key]
                             reply(key, False, str(exc.detail))
                     elif kind == "gone" and key in jobs:
-                        jobs[key].gone.set()
+                        self.cancel(jobs[key])
                     elif kind == "stats":
                         reply(key, True, self.stats())
                     elif kind == "stop":
@@ -171,11 +184,15 @@ def _engine_main(conn, specs: dict, limits, threads: int) -> None:
         return
     jobs: dict[int, Job] = {}
 
-    def reply(key: int, ok: bool, payload) -> None:
+    def reply(key: int, ok: bool | None, payload) -> None:
+        """``ok``: True, a result; False, an error; None, dropped (its client had gone)."""
         conn.send((key, ok, payload))
 
     def done(key: int, future: Future) -> None:
         jobs.pop(key, None)
+        if future.cancelled():
+            reply(key, None, None)
+            return
         exc = future.exception()
         reply(key, exc is None, f"{type(exc).__name__}: {exc}" if exc else future.result())
 
