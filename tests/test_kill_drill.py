@@ -116,6 +116,31 @@ def test_a_killed_run_leaves_nothing_and_the_rerun_matches(tmp_path, pooled_para
         assert path_digest(clean / "models" / model) == path_digest(killed / "models" / model), model
 
 
+def test_a_run_stopped_by_ctrl_c_reruns_to_the_same_tables(tmp_path, pooled_params_file, tiny_audit):
+    """Ctrl-C to the process group mid-stage, then the same command again: the tables equal
+    an uninterrupted run's (the session's run of the same config), and nothing half-written
+    is left."""
+    env = _env(tmp_path)
+    _, clean = tiny_audit
+    root = tmp_path / "stopped"
+    proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "run", "bootstrap", "--params",
+                             str(pooled_params_file), "--root", str(root)], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 240
+    while not (root / "models").exists() or not any((root / "models").iterdir()):
+        assert proc.poll() is None and time.monotonic() < deadline, "the run never started writing models"
+        time.sleep(0.1)
+    time.sleep(1)
+    os.killpg(proc.pid, signal.SIGINT)
+    assert proc.wait(timeout=30) == 130
+    assert _run(pooled_params_file, root, env).wait(timeout=600) == 0
+    assert _leftovers(root) == []
+    pd.testing.assert_frame_equal(pd.read_parquet(clean / "prompts" / "prompts.parquet"),
+                                  pd.read_parquet(root / "prompts" / "prompts.parquet"))
+    for model in sorted(p.name for p in (clean / "models").iterdir()):
+        assert path_digest(clean / "models" / model) == path_digest(root / "models" / model), model
+
+
 def test_remove_leftovers_takes_only_scratch_names(tmp_path):
     from judgeaudit.tables import remove_leftovers, write_json, write_table
 
