@@ -107,7 +107,7 @@ def test_dvc_repro(prefect_server, request, tmp_path):
     first = repro.finish()
     assert _ran(first) == {"bootstrap", "generate", "train", "respond", "judge", "audit",
                             "robustness", "leakage_studies", "boat", "pu", "prefix", "score_range", "real_judges", "leaderboard",
-                            "report"}
+                            "live_judge", "report"}
     assert (repo / "data/report/report.html").exists()
     # exact reproduction: `dvc repro` in another folder gives the flow run's tables, to the bit
     for table in TINY_TABLES:
@@ -124,8 +124,9 @@ def test_dvc_repro(prefect_server, request, tmp_path):
     _sh("git", "commit", "-qm", "the tiny default, reproduced", cwd=repo)
     third = _sh("dvc", "exp", "run", "-n", "normalise-sum", "-S", "judge.normalise=sum", cwd=repo, **storage)
     assert "judge" in _ran(third)
-    # judging and what follows: the stages that use the judges (pu, and boat's probe) too
-    assert _ran(third) <= {"judge", "audit", "robustness", "leakage_studies", "boat", "pu", "report"}
+    # judging and what follows: the stages that use the judges (pu, boat's probe, the live judge's
+    # verdict settings) too
+    assert _ran(third) <= {"judge", "audit", "robustness", "leakage_studies", "boat", "pu", "live_judge", "report"}
     assert not _ran(third) & {"bootstrap", "generate", "train", "respond"}
     rows = _exp_rows(json.loads(_sh("dvc", "exp", "show", "--json", cwd=repo, stdout_only=True)))
     assert set(rows) >= {"baseline", "normalise-sum"}

@@ -22,7 +22,7 @@ STAGE = Stage(
     name="report",
     params=(),  # it reads none, but names the run's precision (applied by the runner)
     deps=("metrics", "responses", "boat", "pu", "prefix", "robustness", "leakage_studies", "score_range",
-          "real_judges", "leaderboard"),
+          "real_judges", "leaderboard", "live_judge"),  # figures.json gathers every stage's summary
     outs=("report",),
     committed=("figures.json",),
     plots=(("report/plots/pls_by_tier.json",
