@@ -12,6 +12,7 @@ import os
 import re
 import secrets
 import shutil
+import zlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -22,21 +23,46 @@ class InputError(ValueError):
     """An input file is unusable; the message names the file, row and field."""
 
 
-def numbered_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
-    """(line number, object) of each JSON line of ``path`` (gzipped when it ends in .gz);
-    errors name the file and line."""
+def not_utf8(path: Path, data: bytes, exc: UnicodeDecodeError, offset: int = 0, line: int | None = None
+             ) -> InputError:
+    """The error for ``data`` (from byte ``offset`` of ``path``) that failed to decode."""
+    at = offset + exc.start
+    line = data.count(b"\n", 0, exc.start) + 1 if line is None else line
+    return InputError(f"{path}: line {line}: not UTF-8 text ({exc.reason} at byte {at})")
+
+
+def _lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
+    """(line number, byte offset, bytes) of each line, gunzipped where the name ends in .gz;
+    a gzip file that is cut short or is not gzip is an InputError."""
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{path}: line {lineno}: malformed JSON ({exc.msg})") from None
-            if not isinstance(row, dict):
-                raise InputError(f"{path}: line {lineno}: expected a JSON object, got {type(row).__name__}")
-            yield lineno, row
+    offset = 0
+    with opener(path, "rb") as f:
+        lineno = 0
+        try:
+            for lineno, raw in enumerate(f, start=1):
+                yield lineno, offset, raw
+                offset += len(raw)
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            raise InputError(f"{path}: not a complete gzip file (after line {lineno}: {exc})") from None
+
+
+def numbered_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
+    """(line number, object) of each JSON line of ``path`` (gzipped when it ends in .gz),
+    blank lines skipped; errors name the file and line (and the byte that is not UTF-8)."""
+    for lineno, offset, raw in _lines(path):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise not_utf8(path, raw, exc, offset, lineno) from None
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}: line {lineno}: malformed JSON ({exc.msg})") from None
+        if not isinstance(row, dict):
+            raise InputError(f"{path}: line {lineno}: expected a JSON object, got {type(row).__name__}")
+        yield lineno, row
 
 
 def read_jsonl(path: Path) -> list[dict]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from judgeaudit.sources.text_input import jsonl_records
+from judgeaudit.tables import numbered_jsonl
 from judgeaudit.tables import InputError
 
 TURN = "\n\nAssistant:"
@@ -34,7 +34,7 @@ def hh_rlhf_items(path: str | Path, n_items: int, seed: int, question_chars: int
             raise InputError(f"{path}: no test.jsonl(.gz) under it (hh-rlhf layout)")
         path = found[0]
     items, skipped = [], 0
-    for line_no, rec in jsonl_records(path):
+    for line_no, rec in numbered_jsonl(path):
         for field in ("chosen", "rejected"):
             if not isinstance(rec.get(field), str):
                 raise InputError(f"{path}: line {line_no}: field {field!r} missing or not text")

@@ -26,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from judgeaudit.sources.judgment_table import FileReport, ReadReport, make_table, need
-from judgeaudit.sources.text_input import jsonl_records
+from judgeaudit.tables import numbered_jsonl
 from judgeaudit.tables import InputError
 
 SOURCE = "judgebench"
@@ -138,7 +138,7 @@ def read_judgebench(root: str | Path) -> tuple[pd.DataFrame, ReadReport]:
 def _read_pairs(path: Path, model: str, report: ReadReport) -> dict[str, _Record]:
     file = report.file(path)
     items: dict[str, _Record] = {}
-    for line_no, rec in jsonl_records(path):
+    for line_no, rec in numbered_jsonl(path):
         where = f"line {line_no}"
         pid = str(need(rec, "pair_id", path, where))
         if _first(items, pid, rec, path, line_no, file):
@@ -170,7 +170,7 @@ def _read_judge(path: Path, model: str, strategy: str, judge: str, pairs: dict[s
     file = report.file(path)
     rows: list[dict] = []
     seen: dict[str, _Record] = {}
-    for line_no, rec in jsonl_records(path):
+    for line_no, rec in numbered_jsonl(path):
         pid = str(need(rec, "pair_id", path, f"line {line_no}"))
         where = f"line {line_no} (pair {pid})"
         item = _item(rec, model, path, where)

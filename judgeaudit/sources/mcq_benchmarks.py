@@ -14,7 +14,8 @@ from pathlib import Path
 
 from judgeaudit.generation.math_program import NotAProgram, Program, parse_program
 from judgeaudit.generation.mcq import MCQ, answer_jitter
-from judgeaudit.sources.text_input import jsonl_records, utf8_text
+from judgeaudit.sources.text_input import utf8_text
+from judgeaudit.tables import numbered_jsonl
 from judgeaudit.tables import InputError
 
 MMLU_FIELDS = ("question", "choice0", "choice1", "choice2", "choice3", "answer")
@@ -100,7 +101,7 @@ def read_gsm8k(root: str | Path, n_items: int, seed: int) -> RealItems:
     if not path.is_file():
         raise InputError(f"{path}: no such GSM8K file")
     problems = []
-    for line_no, rec in jsonl_records(path):
+    for line_no, rec in numbered_jsonl(path):
         for field in ("question", "answer"):
             if not isinstance(rec.get(field), str):
                 raise InputError(f"{path}: line {line_no}: field {field!r} missing or not text")

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from judgeaudit.sources.text_input import jsonl_records
+from judgeaudit.tables import numbered_jsonl
 from judgeaudit.tables import InputError
 
 ASPECTS = ("coherence", "consistency", "fluency", "relevance")
@@ -32,7 +32,7 @@ def summeval_items(path: str | Path, aspect: str = "relevance", max_chars: int =
     if not path.is_file():
         raise InputError(f"{path}: no such SummEval file")
     rows = []
-    for k, rec in jsonl_records(path):
+    for k, rec in numbered_jsonl(path):
         for field in ("id", "model_id", "text", "decoded", "expert_annotations"):
             if field not in rec:
                 raise InputError(f"{path}: line {k}: missing field {field!r}")

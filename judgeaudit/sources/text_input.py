@@ -1,5 +1,5 @@
 """Reading benchmark files as text, with errors that name the file, the line and the byte:
-a file that is not UTF-8, a gzip file cut short, a malformed JSON line, a CSV that pandas
+a file that is not UTF-8 or cannot be read, a malformed JSON document, a CSV that pandas
 cannot tokenise (a truncated download, a row with a field too many)."""
 
 from __future__ import annotations
@@ -9,26 +9,18 @@ import io
 import json
 import re
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from judgeaudit.tables import InputError, read_table
+from judgeaudit.tables import InputError, not_utf8, read_table
 
 # pandas' C parser counts a CSV's physical rows from 0 (the header is row 0, so its "row n"
 # is data row n); its "line n" counts from 1 (data row n - 1)
 _PANDAS_ROW = re.compile(r"\brow (\d+)")
 _PANDAS_LINE = re.compile(r"\bline (\d+)")
-
-
-def not_utf8(path: Path, data: bytes, exc: UnicodeDecodeError, offset: int = 0, line: int | None = None
-             ) -> InputError:
-    """The error for ``data`` (from byte ``offset`` of ``path``) that failed to decode."""
-    at = offset + exc.start
-    line = data.count(b"\n", 0, exc.start) + 1 if line is None else line
-    return InputError(f"{path}: line {line}: not UTF-8 text ({exc.reason} at byte {at})")
 
 
 def utf8_text(path: Path) -> str:
@@ -61,40 +53,6 @@ def read_csv_text(path: Path) -> pd.DataFrame:
         return pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise InputError(f"{path}: {_csv_row(str(exc))}not a readable CSV ({str(exc).strip()})") from None
-
-
-def _lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
-    """(line number, byte offset, bytes) of each line, gunzipped where the name ends in .gz;
-    a gzip file that is cut short or is not gzip is an InputError."""
-    opener = gzip.open if path.suffix == ".gz" else open
-    offset = 0
-    with opener(path, "rb") as f:
-        lineno = 0
-        try:
-            for lineno, raw in enumerate(f, start=1):
-                yield lineno, offset, raw
-                offset += len(raw)
-        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-            raise InputError(f"{path}: not a complete gzip file (after line {lineno}: {exc})") from None
-
-
-def jsonl_records(path: Path) -> Iterator[tuple[int, dict]]:
-    """(line number, object) of each JSON line of ``path`` (gzipped when it ends in .gz),
-    blank lines skipped; errors name the file and line."""
-    for lineno, offset, raw in _lines(path):
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise not_utf8(path, raw, exc, offset, lineno) from None
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}: line {lineno}: malformed JSON ({exc.msg})") from None
-        if not isinstance(row, dict):
-            raise InputError(f"{path}: line {lineno}: expected a JSON object, got {type(row).__name__}")
-        yield lineno, row
 
 
 def read_verdict_table(path: Path, required: Sequence[str]) -> pd.DataFrame:
