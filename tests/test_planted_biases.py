@@ -9,18 +9,15 @@ bias must be found in the biased judge (flip-rate CI excluding zero) and not in 
 from __future__ import annotations
 
 import json
-import threading
-import time
 
 import pytest
 import torch
-import uvicorn
 
 from flows.cli import main
 from judgeaudit.models import ModelSpec, load_model
 from judgeaudit.serving.app import make_app
 from judgeaudit.serving.schema import ServeLimits
-from tests.conftest import free_port
+from tests.live_server import live_server
 from tests.planted_judges import PLANTED, audit_pairs, train_judges
 
 pytestmark = pytest.mark.slow  # two judges trained from scratch: over a minute on two cores
@@ -38,17 +35,8 @@ def served_judges(tmp_path_factory):
         torch.set_num_threads(threads)
     models = {name: load_model(ModelSpec(path=str(path), chat_template="{prompt}", batch_size=16), name=name)
               for name, path in paths.items()}
-    srv = uvicorn.Server(uvicorn.Config(make_app(models, ServeLimits(truncate=True)), host="127.0.0.1",
-                                        port=(port := free_port()), log_level="warning"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.time() + 30
-    while not srv.started and time.time() < deadline:
-        time.sleep(0.05)
-    assert srv.started, "server did not start"
-    yield f"http://127.0.0.1:{port}/v1"
-    srv.should_exit = True
-    thread.join(timeout=10)
+    with live_server(make_app(models, ServeLimits(truncate=True))) as port:
+        yield f"http://127.0.0.1:{port}/v1"
 
 
 def _flip_rates(url: str, judge: str, pairs, out) -> dict[str, dict]:

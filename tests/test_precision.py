@@ -4,7 +4,6 @@ so, applied by every stage's entry and flow, named in the task cache's runtime a
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys

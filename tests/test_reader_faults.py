@@ -112,7 +112,7 @@ def test_llmbar_exact_duplicate_pair_is_a_counted_rejection(tmp_path):
         assert sum(files[str(path)].rejected.values()) == 1
         assert any("duplicated pair" in reason for reason in files[str(path)].rejected)
     n = len(dataset)
-    assert any(f"Natural/dataset.json: 1 exact repeat" in note and f"record {n} repeats record 1" in note
+    assert any("Natural/dataset.json: 1 exact repeat" in note and f"record {n} repeats record 1" in note
                for note in report.notes)
 
 

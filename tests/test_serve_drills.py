@@ -6,21 +6,21 @@ or in an engine process of its own."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
 import socket
-import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-import uvicorn
 
 from judgeaudit.serving.app import make_app
 from judgeaudit.serving.schema import ServeLimits
-from tests.conftest import free_port
+from tests.live_server import live_server
 
 
 class _Broken:
@@ -35,26 +35,18 @@ class _Broken:
         return prompt
 
 
-def _serve(models: dict, limits: ServeLimits, engine: str = "thread"):
-    port = free_port()
+@contextlib.contextmanager
+def _serve(models: dict, limits: ServeLimits, engine: str = "thread") -> Iterator[tuple[int, object]]:
+    """(port, app) of ``models`` served on loopback for the block."""
     app = make_app(models, limits, engine=engine, engine_threads=1 if engine == "process" else None)
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.time() + 30
-    while not srv.started and time.time() < deadline:
-        time.sleep(0.05)
-    assert srv.started
-    return srv, thread, port, app
+    with live_server(app) as port:
+        yield port, app
 
 
 @pytest.fixture(scope="module")
 def served(tiny_lm):
-    srv, thread, port, app = _serve({"tiny": tiny_lm, "broken": _Broken()},
-                                    ServeLimits(max_tokens=300, max_batch=16, max_queue=64))
-    yield port, app
-    srv.should_exit = True
-    thread.join(timeout=10)
+    with _serve({"tiny": tiny_lm, "broken": _Broken()}, ServeLimits(max_tokens=300, max_batch=16, max_queue=64)) as got:
+        yield got
 
 
 def _post(conn: http.client.HTTPConnection, path: str, body: dict) -> tuple[int, dict]:
@@ -103,8 +95,7 @@ def test_a_client_that_gives_up_is_not_generated_for(tiny_lm, engine):
     """Requests run one at a time behind long ones; a client that sends its request and
     hangs up is dropped from the queue (or cut short), never generated to the end, with
     the engine in the server's process or in its own."""
-    srv, thread, port, app = _serve({"tiny": tiny_lm}, ServeLimits(max_batch=1, max_tokens=200), engine)
-    try:
+    with _serve({"tiny": tiny_lm}, ServeLimits(max_batch=1, max_tokens=200), engine) as (port, app):
         url = f"http://127.0.0.1:{port}/v1/completions"
         ahead = {"model": "tiny", "prompt": "Q: Name a colour.\nA:", "max_tokens": 200}
         with ThreadPoolExecutor(4) as pool:
@@ -120,10 +111,6 @@ def test_a_client_that_gives_up_is_not_generated_for(tiny_lm, engine):
         while app.state.batcher.stats()["abandoned"] == 0 and time.time() < deadline:
             time.sleep(0.05)
         assert app.state.batcher.stats()["abandoned"] == 1
-    finally:
-        srv.should_exit = True
-        thread.join(timeout=10)
-        app.state.batcher.close()
 
 
 def test_waiting_requests_are_batched_and_give_the_same_text(served, tiny_lm):
@@ -139,8 +126,7 @@ def test_waiting_requests_are_batched_and_give_the_same_text(served, tiny_lm):
 
 
 def test_the_engine_process_batches_and_gives_the_same_text(tiny_lm):
-    srv, thread, port, app = _serve({"tiny": tiny_lm}, ServeLimits(max_batch=16), "process")
-    try:
+    with _serve({"tiny": tiny_lm}, ServeLimits(max_batch=16), "process") as (port, app):
         assert app.state.batcher.process.pid != os.getpid()
         head = "Compare two answers to the question and say which is better.\nQuestion: "
         prompts = [f"{head}What is {a} plus {b}?\nA:" for a in range(4) for b in range(4)]
@@ -157,10 +143,6 @@ def test_the_engine_process_batches_and_gives_the_same_text(tiny_lm):
         app.state.batcher.process.join()
         r = httpx.post(url, json={"model": "tiny", "prompt": "Q: Hi\nA:", "max_tokens": 2})
         assert r.status_code == 503 and "engine has exited" in r.json()["error"]["message"]
-    finally:
-        srv.should_exit = True
-        thread.join(timeout=10)
-        app.state.batcher.close()
     assert not app.state.batcher.process.is_alive()
 
 
@@ -171,16 +153,12 @@ def test_engine_threads_are_refused_for_the_thread_engine(tiny_lm):
 
 
 def test_the_queue_is_bounded(tiny_lm):
-    srv, thread, port, _ = _serve({"tiny": tiny_lm}, ServeLimits(max_batch=1, max_queue=2))
-    try:
+    with _serve({"tiny": tiny_lm}, ServeLimits(max_batch=1, max_queue=2)) as (port, _):
         url = f"http://127.0.0.1:{port}/v1/completions"
         with ThreadPoolExecutor(8) as pool:
             codes = list(pool.map(lambda _: httpx.post(url, json={**COMPLETION, "max_tokens": 60},
                                                        timeout=60).status_code, range(8)))
         assert 503 in codes and 200 in codes and set(codes) <= {200, 503}
-    finally:
-        srv.should_exit = True
-        thread.join(timeout=10)
 
 
 def test_requests_arriving_apart_share_one_prefill_and_a_lone_one_does_not_wait(tiny_lm):

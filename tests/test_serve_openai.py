@@ -4,39 +4,28 @@ same greedy text, same completion log-probs as the transformers backend."""
 
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
 import pytest
-import uvicorn
 
 from judgeaudit.models import ModelSpec, load_model
 from judgeaudit.models.openai_api import EndpointError, candidate_logprobs
 from judgeaudit.serving.app import make_app
 from judgeaudit.serving.schema import ServeLimits
 from tests.conftest import free_port
+from tests.live_server import live_server
 
 PROMPTS = ["What is 2 plus 3?", "What is the capital of Peru?", "What colour is snow?"]
 
 
 @pytest.fixture(scope="module")
 def server(tiny_lm):
-    port = free_port()
     # --truncate: the local model cuts long prompts from the left, and so must the server to match it;
     # --max-logprobs: the verdict tests read the whole vocabulary's log-probs (OpenAI's cap is 5)
     limits = ServeLimits(truncate=True, max_logprobs=len(tiny_lm.tokenizer))
-    srv = uvicorn.Server(uvicorn.Config(make_app({"tiny": tiny_lm}, limits), host="127.0.0.1", port=port,
-                                        log_level="warning"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.time() + 30
-    while not srv.started and time.time() < deadline:
-        time.sleep(0.05)
-    assert srv.started, "server did not start"
-    yield f"http://127.0.0.1:{port}/v1"
-    srv.should_exit = True
-    thread.join(timeout=10)
+    with live_server(make_app({"tiny": tiny_lm}, limits)) as port:
+        yield f"http://127.0.0.1:{port}/v1"
 
 
 def _client(url: str, **kw):

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -16,11 +15,10 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 import torch
-import uvicorn
 
 from judgeaudit.serving.app import make_app
 from judgeaudit.serving.schema import ServeLimits
-from tests.conftest import free_port
+from tests.live_server import live_server
 
 PROMPT = "Q: Name a colour.\nA:"
 LONG = {"temperature": 0.8, "seed": 0}  # long_lm samples 400 tokens from PROMPT so, no end of sequence
@@ -49,21 +47,9 @@ def long_lm(tiny_lm, tmp_path_factory):
 @contextlib.contextmanager
 def serving(lm, limits: ServeLimits, engine: str) -> Iterator[tuple[str, object]]:
     """(the completions URL, the engine) of a server on loopback, ended afterwards."""
-    port = free_port()
     app = make_app({"long": lm}, limits, engine=engine, engine_threads=1 if engine == "process" else None)
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.time() + 30
-    while not srv.started and time.time() < deadline:
-        time.sleep(0.05)
-    assert srv.started
-    try:
+    with live_server(app) as port:
         yield f"http://127.0.0.1:{port}/v1/completions", app.state.batcher
-    finally:
-        srv.should_exit = True
-        thread.join(timeout=10)
-        app.state.batcher.close()
 
 
 def _post(url: str, **body) -> httpx.Response:

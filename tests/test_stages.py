@@ -6,7 +6,6 @@ and run."""
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 
 import pandas as pd
 import pytest
