@@ -10,53 +10,36 @@ import re
 import subprocess
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.conftest import ROOT, tiny_params
+from tests.fake_endpoint import FakeEndpoint
 
 DATA = ROOT / "tests" / "data"
 PROGRESS = re.compile(r"^verdict \[remote\]: +\d+%\|.*\]$")  # tqdm's bar: desc, percent, counts
 
 
-class FailingEndpoint:
+class FailingEndpoint(FakeEndpoint):
     """Every POST gets ``mode``: "401", "429" (Retry-After: 0) or "hang" (no answer until
     the server is shut down). Counts the requests."""
 
     def __init__(self, mode: str) -> None:
         self.mode, self.requests, self.stop = mode, 0, threading.Event()
-        endpoint = self
+        super().__init__()
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args) -> None:  # quiet
-                pass
-
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers["Content-Length"]))
-                endpoint.requests += 1
-                if endpoint.mode == "hang":
-                    endpoint.stop.wait(30)
-                    return
-                status = int(endpoint.mode)
-                data = b'{"error": {"message": "no", "type": "invalid_request_error"}}'
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.send_header("Retry-After", "0")
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def reply(self, path: str, body: dict) -> tuple[int | None, bytes, dict]:
+        self.requests += 1
+        if self.mode == "hang":
+            self.stop.wait(30)
+            return None, b"", {}
+        return int(self.mode), b'{"error": {"message": "no", "type": "invalid_request_error"}}', {"Retry-After": "0"}
 
     def close(self) -> None:
         self.stop.set()
-        self.server.shutdown()
+        super().close()
 
 
 @pytest.mark.parametrize("mode,reason", [

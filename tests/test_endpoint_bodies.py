@@ -7,41 +7,26 @@ survives a line cut by a kill, and the older response cache's lines are still an
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from judgeaudit.models import ModelSpec, load_model
 from judgeaudit.models.call_record import CallJournal, generate_call
 from judgeaudit.models.openai_api import journal_path, legacy_key
+from tests.fake_endpoint import FakeEndpoint
 
 
-class Endpoint:
+class Endpoint(FakeEndpoint):
     """/v1/completions answering "ok <prompt>"; a prompt holding "bad" gets a malformed body
     while ``broken``, one holding "flaky" gets one the first time only. Counts requests."""
 
     def __init__(self) -> None:
         self.requests, self.broken, self.flaky_seen = [], True, False
-        endpoint = self
+        super().__init__()
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args) -> None:  # quiet
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                endpoint.requests.append(body["prompt"])
-                data = endpoint.answer(body["prompt"])
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def reply(self, path: str, body: dict) -> tuple[int, bytes, dict]:
+        self.requests.append(body["prompt"])
+        return 200, self.answer(body["prompt"]), {}
 
     def answer(self, prompt: str) -> bytes:
         flaky = "flaky" in prompt and not self.flaky_seen
@@ -58,7 +43,7 @@ class Endpoint:
 def endpoint():
     ep = Endpoint()
     yield ep
-    ep.server.shutdown()
+    ep.close()
 
 
 def _judge(url: str, cache, **kw):

@@ -6,43 +6,27 @@ rerun resumes instead of starting over."""
 from __future__ import annotations
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from judgeaudit.models import ModelSpec, load_model
 from judgeaudit.models.openai_api import EndpointError
 from tests.conftest import free_port
+from tests.fake_endpoint import FakeEndpoint
 
 
-class Endpoint:
+class Endpoint(FakeEndpoint):
     """A /v1/completions endpoint whose body is chosen by ``mode``; it counts requests
     and answers "ok <prompt>" until ``fail_after`` requests, then HTTP 500."""
 
     def __init__(self) -> None:
         self.mode, self.requests, self.fail_after = "ok", 0, None
-        endpoint = self
+        super().__init__()
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args) -> None:  # quiet
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                endpoint.requests += 1
-                status, payload = endpoint.answer(body)
-                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def reply(self, path: str, body: dict) -> tuple[int, object, dict]:
+        self.requests += 1
+        return (*self.answer(body), {})
 
     def answer(self, body: dict) -> tuple[int, object]:
         if self.fail_after is not None and self.requests > self.fail_after:
@@ -58,7 +42,7 @@ class Endpoint:
 def endpoint():
     ep = Endpoint()
     yield ep
-    ep.server.shutdown()
+    ep.close()
 
 
 def _judge(url: str, **kw):

@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pandas as pd
@@ -22,6 +20,7 @@ from judgeaudit.audits.stats import BootstrapSettings
 from judgeaudit.config import Judge
 from judgeaudit.judging.benchmark import judge_items
 from judgeaudit.models import ModelSpec, load_model
+from tests.fake_endpoint import FakeEndpoint
 
 # what the faulty endpoint answers, by a word in the prompt: (text, finish_reason)
 FAULTY_TEXT = {"empty": ("", "stop"), "filtered": (None, "content_filter"), "cut": ("Both answers are fin", "length")}
@@ -30,32 +29,18 @@ TOP = {"nan": {" A": math.nan, " B": -1.0}, "positive": {" A": 0.7, " B": -2.0},
        "neither": {" C": -0.2, " D": -2.0, "\n": -3.0}, "good": {" A": -0.1, " B": -2.4}}
 
 
-class Endpoint:
+class Endpoint(FakeEndpoint):
     """/v1/completions and /v1/chat/completions: while ``healthy`` is False a prompt naming a
     fault in FAULTY_TEXT or TOP gets that reply; otherwise "ok <prompt>" and log-probs for A.
     Counts the requests."""
 
     def __init__(self) -> None:
         self.healthy, self.requests = False, 0
-        endpoint = self
+        super().__init__()
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args) -> None:  # quiet
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                endpoint.requests += 1
-                data = json.dumps(endpoint.answer(self.path, body)).encode()  # NaN as JSON's NaN
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def reply(self, path: str, body: dict) -> tuple[int, dict, dict]:
+        self.requests += 1
+        return 200, self.answer(path, body), {}
 
     def answer(self, path: str, body: dict) -> dict:
         chat = path.endswith("/chat/completions")
@@ -85,7 +70,7 @@ class Endpoint:
 def endpoint():
     ep = Endpoint()
     yield ep
-    ep.server.shutdown()
+    ep.close()
 
 
 def _judge(url: str, chat_template: str, cache) -> object:
