@@ -38,10 +38,20 @@ def _env(tmp_path: Path) -> dict:
     return {**env, "PREFECT_HOME": str(tmp_path / "prefect-home")}
 
 
-def _run(params: Path, root: Path, env: dict) -> subprocess.Popen:
+def _run(params: Path, root: Path, env: dict, own_group: bool = False) -> subprocess.Popen:
+    """``judgeaudit run bootstrap``; ``own_group``: in a process group of its own, as a
+    terminal's foreground job is (Ctrl-C reaches the whole group)."""
     return subprocess.Popen([sys.executable, "-m", "flows.cli", "run", "bootstrap", "--params", str(params),
                              "--root", str(root)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+                            stderr=subprocess.DEVNULL, start_new_session=own_group)
+
+
+def _assert_bootstrap_equal(clean: Path, root: Path) -> None:
+    """The prompt table and every model under ``root`` equal an uninterrupted run's (``clean``)."""
+    pd.testing.assert_frame_equal(pd.read_parquet(clean / "prompts" / "prompts.parquet"),
+                                  pd.read_parquet(root / "prompts" / "prompts.parquet"))
+    for model in sorted(p.name for p in (clean / "models").iterdir()):
+        assert path_digest(clean / "models" / model) == path_digest(root / "models" / model), model
 
 
 def _children(pid: int) -> list[int]:
@@ -110,10 +120,7 @@ def test_a_killed_run_leaves_nothing_and_the_rerun_matches(tmp_path, pooled_para
 
     assert _run(pooled_params_file, killed, env).wait(timeout=600) == 0
     assert _leftovers(killed) == []
-    pd.testing.assert_frame_equal(pd.read_parquet(clean / "prompts" / "prompts.parquet"),
-                                  pd.read_parquet(killed / "prompts" / "prompts.parquet"))
-    for model in sorted(p.name for p in (clean / "models").iterdir()):
-        assert path_digest(clean / "models" / model) == path_digest(killed / "models" / model), model
+    _assert_bootstrap_equal(clean, killed)
 
 
 def test_a_run_stopped_by_ctrl_c_reruns_to_the_same_tables(tmp_path, pooled_params_file, tiny_audit):
@@ -123,9 +130,7 @@ def test_a_run_stopped_by_ctrl_c_reruns_to_the_same_tables(tmp_path, pooled_para
     env = _env(tmp_path)
     _, clean = tiny_audit
     root = tmp_path / "stopped"
-    proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "run", "bootstrap", "--params",
-                             str(pooled_params_file), "--root", str(root)], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    proc = _run(pooled_params_file, root, env, own_group=True)
     deadline = time.monotonic() + 240
     while not (root / "models").exists() or not any((root / "models").iterdir()):
         assert proc.poll() is None and time.monotonic() < deadline, "the run never started writing models"
@@ -135,10 +140,7 @@ def test_a_run_stopped_by_ctrl_c_reruns_to_the_same_tables(tmp_path, pooled_para
     assert proc.wait(timeout=30) == 130
     assert _run(pooled_params_file, root, env).wait(timeout=600) == 0
     assert _leftovers(root) == []
-    pd.testing.assert_frame_equal(pd.read_parquet(clean / "prompts" / "prompts.parquet"),
-                                  pd.read_parquet(root / "prompts" / "prompts.parquet"))
-    for model in sorted(p.name for p in (clean / "models").iterdir()):
-        assert path_digest(clean / "models" / model) == path_digest(root / "models" / model), model
+    _assert_bootstrap_equal(clean, root)
 
 
 def test_remove_leftovers_takes_only_scratch_names(tmp_path):
