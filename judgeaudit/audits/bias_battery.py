@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from judgeaudit.audits.stats import BootstrapSettings, mean_ci, paired_bootstrap
-from judgeaudit.judging.battery import PAIR, pair_scores
+from judgeaudit.judging.benchmark import PAIR, score_1
 
 KEYS = ["judge", "strategy", "bias"]
 COLUMNS = ["source", "subset", *KEYS, "metric", "estimate", "ci_low", "ci_high", "n", "found"]
@@ -96,7 +96,7 @@ def self_preference(own: pd.DataFrame, reference: pd.DataFrame, bootstrap: Boots
     ties counting half), ``reference_win_rate`` (the other judge's on the same pairs) and
     ``self_preference``, their difference with a paired bootstrap CI; found where its CI
     excludes zero (either way: a judge may also run down its own answers)."""
-    mine, theirs = pair_scores(own), pair_scores(reference)
+    mine, theirs = score_1(own), score_1(reference)
     both = pd.DataFrame({"own": mine, "reference": theirs.reindex(mine.index)}).dropna()
     judge, strategy = own["judge"].iloc[0], own["strategy"].iloc[0]
     rows = []

@@ -18,12 +18,10 @@ import numpy as np
 import pandas as pd
 
 from judgeaudit.attacks.battery import BATTERY, ORDER_ONLY, check_biases
-from judgeaudit.judging.benchmark import judge_items
+from judgeaudit.judging.benchmark import PAIR, judge_items, score_1
 from judgeaudit.models.base import LanguageModel
 from judgeaudit.progress import Steps, done, plan
 
-PAIR = ["source", "subset", "item_id"]
-_SCORE_1 = {"1": 1.0, "2": 0.0, "tie": 0.5}  # response 1's share of one verdict; unparseable: none
 
 
 @dataclass(frozen=True)
@@ -35,19 +33,13 @@ class BatteryRun:
     pairs: pd.DataFrame
 
 
-def pair_scores(table: pd.DataFrame) -> pd.Series:
-    """Response 1's win score per (source, subset, item_id) over the orders judged: 1, 0,
-    0.5, or 0.25 / 0.75 with one tie; nan where no verdict parsed."""
-    return (table.assign(s=table["verdict"].map(_SCORE_1)).groupby(PAIR, sort=False)["s"].mean())
-
-
 def attacked_sides(items: pd.DataFrame, live: pd.DataFrame) -> pd.DataFrame:
     """Per pair of ``items`` that can be attacked: ``attacked`` ("1"/"2"), ``role`` ("loser":
     the response the judge made lose; "wrong": a labelled pair it left tied, whose wrong
     response is attacked), ``before`` (response 1's clean score), ``right_before`` (True /
     False on labelled pairs the judge decided, None otherwise). Pairs with no parsed
     verdict, and unlabelled ties, are left out."""
-    before = pair_scores(live)
+    before = score_1(live)
     keyed = items.set_index(PAIR, drop=False)
     keyed = keyed[~keyed.index.duplicated()]
     s = before.reindex(keyed.index).to_numpy(float)
@@ -80,7 +72,7 @@ def judge_bias(model: LanguageModel, judge: str, mode: str, settings, name: str,
     ``turned_wrong`` (the wrong response made to win, on labelled pairs the judge did not
     already get wrong; None elsewhere)."""
     attacked = _attacked_items(name, targets)
-    after = pair_scores(judge_items(model, judge, mode, settings, attacked.drop(
+    after = score_1(judge_items(model, judge, mode, settings, attacked.drop(
         columns=["attacked", "role", "before", "right_before"]), seed=seed))
     after = after.reindex(pd.MultiIndex.from_frame(targets[PAIR])).to_numpy(float)
     on_1 = (targets["attacked"] == "1").to_numpy()

@@ -50,13 +50,13 @@ def judge_items(model: LanguageModel, judge: str, mode: str, settings, items: pd
 
 
 _SCORE_1 = {"1": 1.0, "2": 0.0, "tie": 0.5}  # response 1's share of one verdict; unparseable: none
+PAIR = ["source", "subset", "item_id"]  # a pair's key: ids may repeat across sources
 
 
 def score_1(table: pd.DataFrame) -> pd.Series:
-    """Response 1's win score per (subset, item_id) over the orders the judge saw: 1, 0, 0.5,
+    """Response 1's win score per pair (``PAIR``) over the orders the judge saw: 1, 0, 0.5,
     or 0.25 / 0.75 with one tie; nan where no verdict parsed."""
-    return (table.assign(s=table["verdict"].map(_SCORE_1)).groupby(["subset", "item_id"], sort=False)["s"]
-            .mean())
+    return table.assign(s=table["verdict"].map(_SCORE_1)).groupby(PAIR, sort=False)["s"].mean()
 
 
 def attack_items(model: LanguageModel, judge: str, mode: str, settings, items: pd.DataFrame,
@@ -71,7 +71,7 @@ def attack_items(model: LanguageModel, judge: str, mode: str, settings, items: p
     ``steps`` per attack."""
     before = score_1(live)
     before = before[before.notna() & (before != 0.5)]
-    decided = items.set_index(["subset", "item_id"], drop=False).loc[before.index]
+    decided = items.set_index(PAIR, drop=False).loc[before.index]
     if decided.empty:
         return pd.DataFrame()
     lose_1 = (before < 0.5).to_numpy()
