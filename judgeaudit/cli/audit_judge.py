@@ -103,7 +103,6 @@ def _audit_judge(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
     from judgeaudit.attacks.battery import battery_names, check_biases
-    from judgeaudit.audits.drift import drift
     from judgeaudit.audits.stats import BootstrapSettings
     from judgeaudit.config import load_params
     from judgeaudit.judging.live_items import pairs_to_judge
@@ -112,7 +111,7 @@ def _audit_judge(args: argparse.Namespace) -> int:
     from judgeaudit.models import load_model
     from judgeaudit.models.call_record import BudgetExhausted, TokenBudget, token_counter
     from judgeaudit.models.judge_spec import judge_identity, parse_judge
-    from judgeaudit.stages.live_judge import audit_live, previous, write_calls, write_live
+    from judgeaudit.stages.live_judge import audit_live, compare_with, previous, write_calls, write_live
 
     params = load_params(args.params) if Path(args.params).is_file() else None
     named = {n: params.spec_for(n, Path(args.root) / "models") for n in params.models} if params else None
@@ -164,8 +163,7 @@ def _audit_judge(args: argparse.Namespace) -> int:
         raise
     audit.screen.summary.update(identity=judge_identity(spec), notes=notes)
     if before is not None:
-        audit.drift = drift(before[0], audit.run.live, before[1], audit.run.pairs, boot)
-        audit.screen.summary["drift_against"] = str(args.drift_against)
+        compare_with(audit, before, boot, str(args.drift_against))
     report = write_live(audit, out, journal)
     _print_screen(audit.screen.summary)
     if journal is not None:
@@ -252,9 +250,7 @@ def _default_judge_settings():
 
 
 def _print_screen(summary: dict) -> None:
-    def fig(f: dict | None) -> str:
-        return "n/a" if f is None or f["estimate"] is None else \
-            f"{f['estimate']:.3f} [{f['ci_low']:.3f}, {f['ci_high']:.3f}] (n={f['n']})"
+    from judgeaudit.report.judge_screen_report import figure_text as fig
 
     print(f"accuracy {fig(summary.get('accuracy'))}; agreement between orders {fig(summary.get('order_agreement'))}; "
           f"unparseable {summary['unparseable']} of {summary['verdicts']} verdicts")

@@ -8,7 +8,8 @@ from pathlib import Path
 from judgeaudit.audits.judge_screen import JudgeScreen
 
 
-def _fig(f: dict | None) -> str:
+def figure_text(f: dict | None) -> str:
+    """A figure as "estimate [ci_low, ci_high] (n=...)", or n/a where undefined."""
     if f is None or f.get("estimate") is None or f["estimate"] != f["estimate"]:  # None or NaN: undefined
         return "n/a"
     return f"{f['estimate']:.3f} [{f['ci_low']:.3f}, {f['ci_high']:.3f}] (n={f['n']})"
@@ -20,22 +21,22 @@ def screen_markdown(screen: JudgeScreen) -> str:
              f"`{s.get('identity', '')}` on {s['pairs']} pairs of {', '.join(s['sources'])}, both orders; "
              f"{s['unparseable']} of {s['verdicts']} verdicts unparseable.", "",
              "| figure | estimate [CI] (n) |", "|---|---|",
-             f"| accuracy (labelled pairs) | {_fig(s.get('accuracy'))} |",
-             f"| agreement between the two orders | {_fig(s.get('order_agreement'))} |", "",
+             f"| accuracy (labelled pairs) | {figure_text(s.get('accuracy'))} |",
+             f"| agreement between the two orders | {figure_text(s.get('order_agreement'))} |", "",
              "## Biases", "", "Flip rate: the share of decided pairs the bias turns to the response the judge "
              "made lose. Wrong rate: the share of labelled pairs it turns to the wrong response. "
              "Found: the CI excludes zero.", "", "![battery](battery.png)", "",
              "| bias | flip rate | wrong rate | found |", "|---|---|---|---|"]
     for bias, m in s["biases"].items():
         found = any((v or {}).get("found") for v in m.values())
-        lines.append(f"| {bias} | {_fig(m.get('flip_rate'))} | {_fig(m.get('wrong_rate'))} | "
+        lines.append(f"| {bias} | {figure_text(m.get('flip_rate'))} | {figure_text(m.get('wrong_rate'))} | "
                      f"{'**yes**' if found else 'no'} |")
     lines += ["", "## Content-blind baselines", "",
               "Accuracy of always choosing the longer, the shorter, or the first-shown response; a subset where "
               "one is as accurate as the judge (CIs overlapping) says little about the judge.", "",
               "| baseline | accuracy | as accurate as the judge |", "|---|---|---|"]
     for name, f in s.get("baselines", {}).items():
-        lines.append(f"| {name} | {_fig(f)} | {'**yes**' if f.get('as_accurate_as_judge') else 'no'} |")
+        lines.append(f"| {name} | {figure_text(f)} | {'**yes**' if f.get('as_accurate_as_judge') else 'no'} |")
     if s["flagged_subsets"]:
         lines += ["", "Flagged subsets: " + "; ".join(f"{r['source']}/{r['subset']} ({r['baselines']})"
                                                      for r in s["flagged_subsets"])]
@@ -43,12 +44,12 @@ def screen_markdown(screen: JudgeScreen) -> str:
         lines += ["", "## Pointwise scores", "", "Spearman correlation of each score range's scores with the label "
                   "(the better response 1, the other 0); cd_*: contrastive decoding against the assistant.", "",
                   "![scores](scores.png)", "", "| range | method | Spearman |", "|---|---|---|"]
-        lines += [f"| {r['score_range']} | {r['method']} | {_fig(r)} |" for r in s["pointwise"]["spearman"]]
+        lines += [f"| {r['score_range']} | {r['method']} | {figure_text(r)} |" for r in s["pointwise"]["spearman"]]
     if s.get("drift"):
         lines += ["", "## Drift against the previous audit", "", "| figure | before | now | difference | drifted |",
                   "|---|---|---|---|---|"]
         lines += [f"| {r['figure']} | {r['before']:.3f} | {r['now']:.3f} | "
-                  f"{_fig({'estimate': r['difference'], 'ci_low': r['ci_low'], 'ci_high': r['ci_high'], 'n': r['n']})} | "
+                  f"{figure_text({'estimate': r['difference'], 'ci_low': r['ci_low'], 'ci_high': r['ci_high'], 'n': r['n']})} | "
                   f"{'**yes**' if r['drifted'] else 'no'} |" for r in s["drift"]]
     if s.get("notes"):
         lines += ["", "## Notes", ""] + [f"- {n}" for n in s["notes"]]

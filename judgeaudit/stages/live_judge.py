@@ -112,6 +112,13 @@ def previous(out: Path) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     return tuple(pd.read_parquet(p) for p in paths)  # type: ignore[return-value]
 
 
+def compare_with(audit: LiveAudit, before: tuple[pd.DataFrame, pd.DataFrame], boot: BootstrapSettings,
+                 label: str) -> None:
+    """Set ``audit``'s drift against the earlier audit ``before`` (``previous``), named ``label``."""
+    audit.drift = drift(before[0], audit.run.live, before[1], audit.run.pairs, boot)
+    audit.screen.summary["drift_against"] = label
+
+
 def live_spec(params: Params, root: Path, calls: Path) -> ModelSpec:
     """The spec of the section's judge, its endpoint calls kept under ``calls``."""
     section = params.live_judge
@@ -155,8 +162,7 @@ def judge_drift(params: Params, root: Path, stamp: str | None = None) -> tuple[P
                      and _identity(p) == identity)
     if earlier and (before := previous(earlier[-1])) is not None:
         boot = BootstrapSettings(params.live_judge.n_boot, params.audit.confidence, params.seed)
-        audit.drift = drift(before[0], audit.run.live, before[1], audit.run.pairs, boot)
-        audit.screen.summary["drift_against"] = earlier[-1].name
+        compare_with(audit, before, boot, earlier[-1].name)
     write_live(audit, out, journal)
     return out, audit.drift
 
