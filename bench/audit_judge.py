@@ -32,7 +32,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import httpx
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,7 +63,7 @@ def _model_root(model: Path, scratch: Path) -> Path:
 
 def _serve(root: Path, max_batch: int) -> tuple[subprocess.Popen, str]:
     """`judgeaudit serve` over the model in its own process, once it answers; its base URL."""
-    from serve_throughput import free_port  # bench/ is on the path; it imports torch: not at --help
+    from serve_throughput import free_port, wait_for_server  # bench/ is on the path; it imports torch
 
     port = free_port()
     cmd = [sys.executable, "-m", "flows.cli", "serve", NAME, "--params", str(ROOT / "params.yaml"),
@@ -73,14 +72,8 @@ def _serve(root: Path, max_batch: int) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
                             stdout=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/v1"
-    while True:
-        if proc.poll() is not None:
-            raise SystemExit(f"judgeaudit serve exited with code {proc.returncode}")
-        try:
-            if httpx.get(f"{url}/models").status_code == 200:
-                return proc, url
-        except httpx.TransportError:
-            time.sleep(0.2)
+    wait_for_server(proc, url)
+    return proc, url
 
 
 def _audit(url: str, out: Path, concurrency: int, args: argparse.Namespace, *extra: str

@@ -69,12 +69,19 @@ def _start(model_path: str, max_batch: int, wait_ms: float, engine: str, threads
     proc = subprocess.Popen([sys.executable, str(script), model_path, str(max_batch), str(port), str(wait_ms),
                              engine, str(threads)], stdout=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/v1"
+    wait_for_server(proc, url)
+    return proc, f"{url}/completions"
+
+
+def wait_for_server(proc: subprocess.Popen, url: str) -> None:
+    """Return once the server at ``url`` (a base URL, ``.../v1``) lists its models; fail if
+    its process ``proc`` exits first."""
     while True:
         if proc.poll() is not None:
             raise RuntimeError(f"the server exited with code {proc.returncode}")
         try:
             if httpx.get(f"{url}/models").status_code == 200:
-                return proc, f"{url}/completions"
+                return
         except httpx.TransportError:
             time.sleep(0.2)
 
