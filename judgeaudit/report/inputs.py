@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from judgeaudit.layout import Layout
+from judgeaudit.report.papers import gather_papers
 from judgeaudit.schemas.validate import validate_table
 from judgeaudit.tables import read_table
 
@@ -38,6 +39,7 @@ class ReportInputs:
     score_range: dict | None
     judges: dict | None
     leaderboard: dict | None
+    papers: dict | None = None  # the Papers section's rows (report/papers.py)
 
 
 def validated_reader(layout: Layout) -> Read:
@@ -112,4 +114,5 @@ def read_inputs(layout: Layout, read: Read | None = None) -> ReportInputs:
                     "dir": str(layout.score_range)} if corr_file.exists() else None)
     return ReportInputs(win_rates=win_rates, pls=pls, summary=summary, responses=responses, boat=boat, pu=pu,
                         prefix=prefix, studies=studies, robustness=robustness, score_range=score_range,
-                        judges=_judges(layout, read), leaderboard=_leaderboard(layout))
+                        judges=_judges(layout, read), leaderboard=_leaderboard(layout),
+                        papers=gather_papers(layout))

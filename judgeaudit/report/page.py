@@ -16,6 +16,7 @@ from judgeaudit.report.leakage_report import (plot_pls, plot_win_rates, pls_plot
                                               task_type_section)
 from judgeaudit.report.leakage_studies_report import studies_section
 from judgeaudit.report.machine import machine
+from judgeaudit.report.papers import papers_markdown, papers_section
 from judgeaudit.report.prefix_report import prefix_section
 from judgeaudit.report.pu_report import pu_section
 from judgeaudit.report.robustness_report import robustness_section
@@ -43,10 +44,12 @@ def write_report(wr: pd.DataFrame, pls: pd.DataFrame, summary: dict, responses: 
                  out_dir: Path, boat: dict | None = None, pu: dict | None = None,
                  prefix: dict | None = None, robustness: dict | None = None,
                  score_range: dict | None = None, judges: dict | None = None,
-                 leaderboard: dict | None = None, studies: dict | None = None) -> dict[str, Path]:
+                 leaderboard: dict | None = None, studies: dict | None = None,
+                 papers: dict | None = None) -> dict[str, Path]:
     """Write report.html, report.json and the plots into ``out_dir``, with the data of the plots
     dvc.yaml declares under ``out_dir/plots``. ``judges``: the real judges' leaderboard (card,
-    reproduction, pu, headline, notes, comparison, strategies), shown first."""
+    reproduction, pu, headline, notes, comparison, strategies), shown first; ``papers``: the
+    Papers section's rows (report/papers.py), after it, also as papers.md."""
     out_dir.mkdir(parents=True, exist_ok=True)
     made_on = machine()
     judges_html = ""
@@ -72,6 +75,7 @@ img{{max-width:100%}}</style></head><body>
 <h1>judgeaudit report</h1>
 {judges_html}
 {leaderboard_html}
+{papers_section(papers, out_dir)}
 <h1>Preference leakage audit (embedded experiment)</h1>
 <p>Seed {summary['seed']}; {summary['n_judgments']} judgments; bootstrap {summary['n_boot']} resamples over
 eval prompts, {int(summary['confidence'] * 100)}% percentile CIs; n = number of eval prompts per figure.
@@ -95,6 +99,8 @@ torch {made_on['packages']['torch']}: {_reproducible(made_on)}.</p>
 <h2>Sample responses</h2>{html_table(samples.map(lambda s: str(s)[:160]))}
 </body></html>"""
     (out_dir / "report.html").write_text(body)
+    if papers is not None:
+        (out_dir / "papers.md").write_text(papers_markdown(papers))
     figures = {"machine": made_on, "summary": summary, "pls": pls.to_dict("records"), "win_rates": wr.to_dict("records"),
                "boat": boat or {}, "pu": pu or {}, "robustness": robustness or {},
                "prefix": {"summary": prefix["summary"], "matrices": prefix["matrices"].to_dict("records")}
@@ -109,7 +115,8 @@ torch {made_on['packages']['torch']}: {_reproducible(made_on)}.</p>
                if judges else {},
                "score_range": {"summary": score_range["summary"],
                                "correlations": score_range["correlations"].to_dict("records")}
-               if score_range else {}}
+               if score_range else {},
+               "papers": papers or {}}
     write_json(figures, out_dir / "report.json")
     return {"html": out_dir / "report.html", "json": out_dir / "report.json", "pls_png": pls_png,
             "win_rates_png": wr_png}

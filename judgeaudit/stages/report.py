@@ -13,6 +13,7 @@ from judgeaudit.report.effects import as_metrics, find_effects, write_figures
 from judgeaudit.report.inputs import read_inputs
 from judgeaudit.report.leakage_report import summary_table
 from judgeaudit.report.page import write_report
+from judgeaudit.report.papers import papers_markdown
 from judgeaudit.stagekit.declare import Stage
 from judgeaudit.stagekit.io import read
 from judgeaudit.stagekit.pool import Pool
@@ -40,7 +41,8 @@ def run(params: Params, layout: Layout, tables: dict[str, pd.DataFrame], pool: P
     got = read_inputs(layout, lambda path, table: read(path, table, layout))
     paths = write_report(got.win_rates, got.pls, got.summary, got.responses, layout.report, boat=got.boat, pu=got.pu,
                          prefix=got.prefix, robustness=got.robustness, score_range=got.score_range,
-                         judges=got.judges, leaderboard=got.leaderboard, studies=got.studies)
+                         judges=got.judges, leaderboard=got.leaderboard, studies=got.studies,
+                         papers=got.papers)
     found = find_effects(layout.root)
     write_json(as_metrics(found), layout.report / "metrics.json")
     write_figures(layout.root)
@@ -48,4 +50,5 @@ def run(params: Params, layout: Layout, tables: dict[str, pd.DataFrame], pool: P
                 + f"\n\nReport: {paths['html'].resolve()}")
     pairs = got.pls[got.pls.scope == "pair"].round(4).to_dict("records")
     # shown as Prefect artifacts where the stage runs as a flow (flows/stage_flow.py)
-    return {"html": str(paths["html"]), "artifacts": {"preference-leakage": markdown, "pls-pairs": pairs}}
+    return {"html": str(paths["html"]), "artifacts": {"preference-leakage": markdown, "pls-pairs": pairs,
+                                                    "papers": papers_markdown(got.papers)}}
