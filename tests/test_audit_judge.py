@@ -52,14 +52,20 @@ def test_audit_judge_against_a_server_then_rerun_sends_nothing(served, tmp_path,
     assert sent > 0
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert summary["pairs"] == 6 and summary["verdicts"] == 12
-    assert set(summary["biases"]) == {"position", "verbosity", "authority", "bandwagon"}
+    assert set(summary["biases"]) == {"position", "verbosity", "authority", "bandwagon", "control"}  # control added
     for metrics in summary["biases"].values():  # every figure with its n and CI
         flip = metrics["flip_rate"]
         assert flip["n"] >= 1 and flip["ci_low"] <= flip["estimate"] <= flip["ci_high"]
     assert set(summary["baselines"]) == {"longer", "shorter", "first"}
     assert "# Judge audit" in (tmp_path / "a" / "report.md").read_text()
     out = capsys.readouterr().out
-    assert "verbosity" in out and "flip rate" in out
+    assert "verbosity" in out and "flip rate" in out and "vs control" in out
+    battery = pd.read_parquet(tmp_path / "a" / "battery.parquet")
+    compared = battery[battery["bias"].isin(["verbosity", "authority", "bandwagon"])]
+    assert compared["beyond_control"].notna().all() and (compared["control_n"] >= 1).all()
+    for bias in ("verbosity", "authority", "bandwagon"):  # in summary.json too, with n and a CI
+        versus = summary["biases"][bias]["flip_rate"]["vs_control"]
+        assert versus["ci_low"] <= versus["estimate"] <= versus["ci_high"]
 
     assert _audit(url, tmp_path / "b") == 0  # a fresh folder records its own calls, sent again
     assert counted.posts > sent

@@ -111,7 +111,8 @@ def _rates(judge: LanguageModel, biases, items=None) -> pd.DataFrame:
     return battery_rates(run.live, run.pairs, BOOT).set_index(["source", "subset", "bias", "metric"])
 
 
-ON_THE_ANSWER = ("verbosity", "authority", "sentiment", "refinement", "prompt_injection", "fake_verdict")
+ON_THE_ANSWER = ("verbosity", "authority", "sentiment", "refinement", "prompt_injection", "fake_verdict",
+                 "control")
 
 
 def test_every_transform_is_position_free_deterministic_and_keeps_the_text():

@@ -46,3 +46,14 @@ def test_a_changed_judge_is_flagged_with_its_ci():
     assert acc["drifted"] and acc["ci_high"] < 0 and np.isclose(acc["difference"], -0.25)
     assert table.loc["verbosity", "drifted"] and table.loc["verbosity", "ci_low"] > 0
     assert not table.loc["position", "drifted"]  # both judges agree with themselves across orders
+
+
+def test_the_control_is_compared_too():
+    """A judge grown sensitive to any edit: the neutral-edit control drifts beside the bias."""
+    right = _live(lambda i, o: "1" if i % 2 else "2")
+    before = pd.concat([_pairs(lambda i: False), _pairs(lambda i: False).assign(bias="control")])
+    now = pd.concat([_pairs(lambda i: i % 2 == 0), _pairs(lambda i: i % 2 == 0).assign(bias="control")])
+    table = drift(right, right.copy(), before, now, BOOT).set_index("figure")
+    assert {"verbosity", "control"} <= set(table.index)
+    assert table.loc["control", "drifted"] and np.isclose(table.loc["control", "difference"], 0.5)
+    assert table.loc["control", "n"] == 40

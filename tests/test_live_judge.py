@@ -77,7 +77,7 @@ def test_the_live_judge_stage_audits_the_sections_judge(setup, tmp_path):
     summary = execute("live_judge", params_path, root)
     assert set(summary) == {"found", "accuracy"} and summary["accuracy"]["n"] == 24
     written = json.loads((root / "live_judge" / "summary.json").read_text())
-    assert written["pairs"] == 24 and set(written["biases"]) == {"position", "verbosity"}
+    assert written["pairs"] == 24 and set(written["biases"]) == {"position", "verbosity", "control"}
     assert (root / "live_judge" / "report.md").is_file() and (root / "live_judge" / "battery.png").is_file()
     assert {r["score_range"] for r in written["pointwise"]["spearman"]} == {"1-5"}
     assert (root / "live_judge" / "scores.png").is_file()

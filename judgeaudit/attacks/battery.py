@@ -41,6 +41,10 @@ REFINEMENT = ("(This answer was revised and improved: it is the polished version
               "{response}")
 PROMPT_INJECTION = "{response}" + INJECTION
 FAKE_VERDICT_TEMPLATE = "{response}" + FAKE_VERDICT
+# the neutral edit: a line break before and after the attacked response, no word changed. A
+# judge moved by any edit at all moves here too; every bias is compared with it
+CONTROL_TEMPLATE = "\n{response}\n"
+CONTROL = "control"
 # how a template is shown (``BatteryItem.template``): which text it replaces
 ATTACKED, QUESTION, EACH = "attacked response:\n", "question:\n", "each response:\n"
 # words a fake citation's topic skips: they say nothing of what the question is about
@@ -150,6 +154,8 @@ _ITEMS = [
                 _on_attacked(lambda r, p: PROMPT_INJECTION.format(response=r))),
     BatteryItem("fake_verdict", None, ATTACKED + FAKE_VERDICT_TEMPLATE,
                 _on_attacked(lambda r, p: FAKE_VERDICT_TEMPLATE.format(response=r))),
+    BatteryItem(CONTROL, None, ATTACKED + CONTROL_TEMPLATE,
+                _on_attacked(lambda r, p: CONTROL_TEMPLATE.format(response=r))),
 ]
 BATTERY: dict[str, BatteryItem] = {item.name: item for item in _ITEMS}
 # judged in both orders already: the clean verdicts measure it, no attacked copy is judged
@@ -159,6 +165,13 @@ ORDER_ONLY = frozenset({"position"})
 def battery_names() -> list[str]:
     """Every bias of the battery, in its order."""
     return list(BATTERY)
+
+
+def with_control(names: list[str]) -> list[str]:
+    """``names`` (checked) with the neutral-edit control added at the end where it is not
+    among them: every bias asked is compared with the control on the same pairs."""
+    names = check_biases(list(names))
+    return names if CONTROL in names else [*names, CONTROL]
 
 
 def check_biases(names: list[str]) -> list[str]:

@@ -11,6 +11,11 @@ sources, everything ("all"/"all"); each with its n and a bootstrap CI:
   gets wrong (or ties).
 
 A bias is ``found`` where the CI excludes zero (a share is never below zero: ci_low > 0).
+Beside each bias put on an attacked copy, its difference from the neutral-edit ``control``
+on the same pairs (``control_difference``: the bias's rate minus the control's, with a
+paired bootstrap CI over the pairs both have): ``beyond_control`` where that CI excludes
+zero above. A judge moved by any edit at all shows every bias found, none beyond control.
+Position edits nothing and the control is the control: for both it is None.
 ``self_preference``: self-enhancement, from the judge's verdicts on its own answers
 (``judging.self_enhancement``) against another judge's on the same pairs.
 """
@@ -22,11 +27,14 @@ from collections.abc import Iterator
 import numpy as np
 import pandas as pd
 
+from judgeaudit.attacks.battery import CONTROL, ORDER_ONLY
 from judgeaudit.audits.stats import BootstrapSettings, mean_ci, paired_bootstrap
 from judgeaudit.judging.benchmark import PAIR, score_1
 
 KEYS = ["judge", "strategy", "bias"]
 COLUMNS = ["source", "subset", *KEYS, "metric", "estimate", "ci_low", "ci_high", "n", "found"]
+VS_CONTROL = ["control_difference", "control_ci_low", "control_ci_high", "control_n", "beyond_control"]
+METRICS = (("flip_rate", "flipped"), ("wrong_rate", "turned_wrong"))
 
 
 def subset_groups(frame: pd.DataFrame) -> Iterator[tuple[str, str, pd.DataFrame]]:
@@ -80,12 +88,50 @@ def battery_rates(live: pd.DataFrame, pairs: pd.DataFrame, bootstrap: BootstrapS
     for frame in frames:
         for key, by_bias in frame.groupby(KEYS, sort=False):
             for source, subset, part in subset_groups(by_bias):
-                for metric, column in (("flip_rate", "flipped"), ("wrong_rate", "turned_wrong")):
+                for metric, column in METRICS:
                     values = part[column].dropna()
                     if len(values):
                         rows.append({"source": source, "subset": subset, **dict(zip(KEYS, key)),
                                      "metric": metric, **_row(values.astype(float), bootstrap)})
-    return pd.DataFrame(rows, columns=COLUMNS)
+    rates = pd.DataFrame(rows, columns=COLUMNS)
+    versus = control_differences(pairs, bootstrap)
+    keys = ["source", "subset", *KEYS, "metric"]
+    out = rates.merge(versus, on=keys, how="left") if len(versus) else rates.assign(**{c: None for c in VS_CONTROL})
+    out["control_n"] = out["control_n"].astype("Int64")
+    out["beyond_control"] = out["beyond_control"].astype(object).where(out["beyond_control"].notna(), None)
+    return out[COLUMNS + VS_CONTROL]
+
+
+def control_differences(pairs: pd.DataFrame, bootstrap: BootstrapSettings) -> pd.DataFrame:
+    """Per (source, subset, judge, strategy, bias, metric) of every bias on an attacked copy
+    but the control: the bias's rate minus the control's on the pairs both measured (the
+    same attacked side, from the same clean verdicts), with a paired bootstrap CI;
+    ``beyond_control`` where the CI's low end is above zero. Empty without control pairs."""
+    if pairs.empty or CONTROL not in set(pairs["bias"]):
+        return pd.DataFrame(columns=["source", "subset", *KEYS, "metric", *VS_CONTROL])
+    rows = []
+    for (judge, strategy), frame in pairs.groupby(["judge", "strategy"], sort=False):
+        control = frame[frame["bias"] == CONTROL].set_index(PAIR)
+        for bias, part in frame.groupby("bias", sort=False):
+            if bias == CONTROL or bias in ORDER_ONLY:
+                continue
+            # the groups of the bias's own rates (battery_rates), each metric's pairs within them
+            joined = part.set_index(PAIR)[[c for _, c in METRICS]].join(
+                control[[c for _, c in METRICS]], rsuffix="_control").reset_index()
+            for source, subset, group in subset_groups(joined):
+                for metric, column in METRICS:
+                    both = group[[column, f"{column}_control"]].dropna().astype(float)
+                    if both.empty:
+                        continue
+                    est = paired_bootstrap(lambda a, b, axis: np.mean(a - b, axis=axis),
+                                           [both[column].to_numpy(), both[f"{column}_control"].to_numpy()],
+                                           n_boot=bootstrap.n_boot, confidence=bootstrap.confidence,
+                                           seed=bootstrap.seed)
+                    rows.append({"source": source, "subset": subset, "judge": judge, "strategy": strategy,
+                                 "bias": bias, "metric": metric, "control_difference": est.estimate,
+                                 "control_ci_low": est.ci_low, "control_ci_high": est.ci_high,
+                                 "control_n": est.n, "beyond_control": bool(est.ci_low > 0)})
+    return pd.DataFrame(rows, columns=["source", "subset", *KEYS, "metric", *VS_CONTROL])
 
 
 def self_preference(own: pd.DataFrame, reference: pd.DataFrame, bootstrap: BootstrapSettings) -> pd.DataFrame:

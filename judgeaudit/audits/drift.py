@@ -10,6 +10,8 @@ over the items both audits judged, and is flagged where the CI excludes zero.
 - ``position``: whether the item's verdict changes between the two orders.
 - ``<bias>``: whether the bias flipped the pair, on pairs attacked in both audits (the
   attacked side follows the clean verdict, so a pair may be attacked in one audit only).
+  The neutral-edit ``control`` is one of them: a judge grown more (or less) sensitive to
+  any edit at all drifts there.
 """
 
 from __future__ import annotations

@@ -32,6 +32,16 @@ def _figure(row: pd.Series | None) -> dict | None:
     return {**value, "n": int(row["n"])}
 
 
+def _versus_control(row: pd.Series) -> dict:
+    """The bias's difference from the neutral-edit control (``vs_control``: estimate, CI,
+    n) and ``beyond_control``; both None where it has none (position, the control itself)."""
+    if "beyond_control" not in row or row["beyond_control"] is None or pd.isna(row["control_n"]):
+        return {"vs_control": None, "beyond_control": None}
+    figure = {"estimate": row["control_difference"], "ci_low": row["control_ci_low"],
+              "ci_high": row["control_ci_high"], "n": row["control_n"]}
+    return {"vs_control": _figure(pd.Series(figure)), "beyond_control": bool(row["beyond_control"])}
+
+
 def _overall(frame: pd.DataFrame) -> pd.DataFrame:
     """The rows covering every pair: "all"/"all" with several sources, else the one source's "all"."""
     whole = frame[(frame["source"] == "all") & (frame["subset"] == "all")]
@@ -66,16 +76,19 @@ def judge_screen(live: pd.DataFrame, pairs: pd.DataFrame, bootstrap: BootstrapSe
                                       "ci_low": round(1 - float(p.ci_high), 6),
                                       "ci_high": round(1 - float(p.ci_low), 6), "n": int(p.n)}
     summary["biases"] = {
-        bias: {metric: _figure(r.iloc[0]) | {"found": bool(r.iloc[0]["found"])}
+        bias: {metric: _figure(r.iloc[0]) | {"found": bool(r.iloc[0]["found"])} | _versus_control(r.iloc[0])
                for metric, r in part.groupby("metric", sort=False)}
         for bias, part in rates.groupby("bias", sort=False)}
     summary["found"] = sorted(rates.loc[rates["found"].eq(True), "bias"].unique().tolist())
+    summary["beyond_control"] = sorted(rates.loc[rates["found"].eq(True) & rates["beyond_control"].eq(True),
+                                                 "bias"].unique().tolist())
     summary["flagged_subsets"] = flagged[["source", "subset", "baselines"]].to_dict("records")
     return JudgeScreen(battery, baselines, flagged, summary)
 
 
 def forest_plot(battery: pd.DataFrame, path, metric: str = "flip_rate") -> None:
-    """Each bias's ``metric`` over every pair, with its CI: found biases in red."""
+    """Each bias's ``metric`` over every pair, with its CI: found biases in red (orange where
+    not beyond the neutral-edit control)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -85,14 +98,16 @@ def forest_plot(battery: pd.DataFrame, path, metric: str = "flip_rate") -> None:
     rows = rows[rows["metric"] == metric].sort_values("estimate")
     fig, ax = plt.subplots(figsize=(6.4, 0.35 * max(len(rows), 3) + 1.2))
     y = np.arange(len(rows))
-    colours = ["tab:red" if f else "tab:grey" for f in rows["found"].eq(True)]
+    # found: red; found but no more than the neutral-edit control moves it: orange
+    colours = ["tab:grey" if not f else "tab:orange" if b is False else "tab:red"
+               for f, b in zip(rows["found"].eq(True), rows.get("beyond_control", [None] * len(rows)))]
     for k, (r, colour) in enumerate(zip(rows.itertuples(), colours)):
         ax.plot([r.ci_low, r.ci_high], [k, k], color=colour, linewidth=2)
         ax.plot([r.estimate], [k], "o", color=colour)
     ax.set_yticks(y, [f"{b} (n={n})" for b, n in zip(rows["bias"], rows["n"])])
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_xlim(-0.02, 1.02)
-    ax.set_xlabel(f"{metric.replace('_', ' ')} (95% CI); red: CI excludes 0")
+    ax.set_xlabel(f"{metric.replace('_', ' ')} (95% CI); red: CI excludes 0, orange: not beyond the control")
     ax.set_title("Bias battery")
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -28,7 +28,8 @@ def add_audit_judge(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mode", default="generative",
                    help="verdict mode: generative (default; any chat endpoint), prompted or likelihood "
                         "(need log-probabilities)")
-    p.add_argument("--biases", default="all", help="comma-separated battery items, or all (default)")
+    p.add_argument("--biases", default="all", help="comma-separated battery items, or all (default); the "
+                                                   "neutral-edit control is always added, to compare each with")
     p.add_argument("--out", required=True, help="output folder: tables, summary.json, report.md, recorded calls")
     p.add_argument("--prompt-format", help="a format string with one {prompt} field: prompts go formatted to the "
                                           "completions endpoint (openai) or the model (hf); default: the chat "
@@ -102,7 +103,7 @@ def _sources(values: list[str]) -> list[tuple[str, str]]:
 def _audit_judge(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
-    from judgeaudit.attacks.battery import battery_names, check_biases
+    from judgeaudit.attacks.battery import battery_names, check_biases, with_control
     from judgeaudit.audits.stats import BootstrapSettings
     from judgeaudit.config import load_params
     from judgeaudit.judging.live_items import pairs_to_judge
@@ -115,8 +116,8 @@ def _audit_judge(args: argparse.Namespace) -> int:
 
     params = load_params(args.params) if Path(args.params).is_file() else None
     named = {n: params.spec_for(n, Path(args.root) / "models") for n in params.models} if params else None
-    biases = battery_names() if args.biases.strip() == "all" else check_biases(
-        [b.strip() for b in args.biases.split(",") if b.strip()])
+    biases = battery_names() if args.biases.strip() == "all" else with_control(check_biases(
+        [b.strip() for b in args.biases.split(",") if b.strip()]))
     out = Path(args.out)
     spec = parse_judge(args.judge, base_url=args.base_url, api_key_env=args.api_key_env, named=named,
                        concurrency=args.concurrency, device=args.device,
@@ -251,11 +252,14 @@ def _default_judge_settings():
 
 def _print_screen(summary: dict) -> None:
     from judgeaudit.report.judge_screen_report import figure_text as fig
+    from judgeaudit.report.judge_screen_report import verdict_text
 
     print(f"accuracy {fig(summary.get('accuracy'))}; agreement between orders {fig(summary.get('order_agreement'))}; "
           f"unparseable {summary['unparseable']} of {summary['verdicts']} verdicts")
     for bias, metrics in summary["biases"].items():
-        flip = metrics.get("flip_rate")
-        print(f"  {bias:<24} flip rate {fig(flip)}" + ("  FOUND" if flip and flip["found"] else ""))
+        flip = metrics.get("flip_rate") or {}
+        verdict = verdict_text({"flip_rate": flip})
+        versus = f"; vs control {fig(flip['vs_control'])}" if flip.get("vs_control") else ""
+        print(f"  {bias:<24} flip rate {fig(flip or None)}{versus}" + (f"  {verdict}" if verdict != "no" else ""))
     for row in summary["flagged_subsets"]:
         print(f"  flagged: {row['source']}/{row['subset']}: {row['baselines']} as accurate as the judge")

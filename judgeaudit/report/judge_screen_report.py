@@ -15,6 +15,16 @@ def figure_text(f: dict | None) -> str:
     return f"{f['estimate']:.3f} [{f['ci_low']:.3f}, {f['ci_high']:.3f}] (n={f['n']})"
 
 
+def verdict_text(metrics: dict) -> str:
+    """A bias's verdict: FOUND (some metric's CI excludes zero), with "(not beyond control)"
+    where every found metric that has a control comparison is within the control's; else no."""
+    found = [v for v in metrics.values() if (v or {}).get("found")]
+    if not found:
+        return "no"
+    compared = [v["beyond_control"] for v in found if v.get("beyond_control") is not None]
+    return "FOUND (not beyond control)" if compared and not any(compared) else "FOUND"
+
+
 def screen_markdown(screen: JudgeScreen) -> str:
     s = screen.summary
     lines = [f"# Judge audit: {s.get('judge')} ({s.get('strategy')})", "",
@@ -25,12 +35,14 @@ def screen_markdown(screen: JudgeScreen) -> str:
              f"| agreement between the two orders | {figure_text(s.get('order_agreement'))} |", "",
              "## Biases", "", "Flip rate: the share of decided pairs the bias turns to the response the judge "
              "made lose. Wrong rate: the share of labelled pairs it turns to the wrong response. "
-             "Found: the CI excludes zero.", "", "![battery](battery.png)", "",
-             "| bias | flip rate | wrong rate | found |", "|---|---|---|---|"]
+             "Found: the CI excludes zero. Vs control: the flip rate minus the neutral-edit control's on the "
+             "same pairs (a line break around the attacked response, no word changed); beyond control: that "
+             "CI excludes zero above. A bias found but not beyond control moves the judge no more than any "
+             "edit does.", "", "![battery](battery.png)", "",
+             "| bias | flip rate | wrong rate | vs control | found |", "|---|---|---|---|---|"]
     for bias, m in s["biases"].items():
-        found = any((v or {}).get("found") for v in m.values())
         lines.append(f"| {bias} | {figure_text(m.get('flip_rate'))} | {figure_text(m.get('wrong_rate'))} | "
-                     f"{'**yes**' if found else 'no'} |")
+                     f"{figure_text((m.get('flip_rate') or {}).get('vs_control'))} | {verdict_text(m)} |")
     lines += ["", "## Content-blind baselines", "",
               "Accuracy of always choosing the longer, the shorter, or the first-shown response; a subset where "
               "one is as accurate as the judge (CIs overlapping) says little about the judge.", "",

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from judgeaudit.attacks.battery import battery_names, check_biases
+from judgeaudit.attacks.battery import battery_names, with_control
 from judgeaudit.audits.drift import drift
 from judgeaudit.audits.judge_screen import JudgeScreen, forest_plot, judge_screen
 from judgeaudit.audits.stats import BootstrapSettings
@@ -62,7 +62,7 @@ def audit_live(model, name: str, mode: str, settings, items: pd.DataFrame, biase
     """The judge ``model`` on ``items`` (``judging.benchmark.ITEM`` columns) in both orders and
     through ``biases`` of the battery (None: all), with its screen."""
     verdict_mode(mode, settings)  # an unknown mode fails before any call
-    names = battery_names() if biases is None else check_biases(list(biases))
+    names = battery_names() if biases is None else with_control(list(biases))
     run = run_battery(model, name, mode, settings, items, names, seed=seed, steps=steps)
     screen = judge_screen(run.live, run.pairs, boot)
     screen.summary.update(seed=seed, battery_items=names)
