@@ -189,3 +189,88 @@ def test_resampled_kendall_equals_scipy_to_the_last_bit(continuous):
     x[3] = np.nan  # scipy's own path, row by row, where an item has no score
     np.testing.assert_array_equal(_kendall_resampled(x, y, boots),
                                   [correlate(x[b], y[b], "kendall") for b in boots])
+
+
+def _ranges(rng, n: int, bump: float, asst_bump: float):
+    """Test answers under two ranges: a main judge with quality signal and a bump on its
+    range's top score, an assistant with the bump ``asst_bump`` and little signal."""
+    from judgeaudit.audits.score_range import method_scores
+
+    quality = rng.integers(0, 5, n).astype(float)
+    reference, scores = [], {m: [] for m in ("greedy", "expected", "cd_greedy", "cd_expected", "assistant_greedy")}
+    for low in (0, 3):
+        signal = -0.5 * (np.arange(5)[None, :] - quality[:, None]) ** 2
+        b = np.zeros(5)
+        b[4] = bump
+        a = np.zeros(5)
+        a[4] = asst_bump
+        main = log_softmax(signal + b + rng.normal(0, 0.5, (n, 5)), axis=-1)
+        asst = log_softmax(0.1 * signal + a + rng.normal(0, 0.5, (n, 5)), axis=-1)
+        for k, v in method_scores(main, asst, low, 1.0, 1.0).items():
+            scores[k].append(v)
+        reference.append(low + quality)
+    return reference, scores
+
+
+def test_range_effects_find_a_cd_gain_and_a_shared_bias_only_where_there_is_one():
+    from judgeaudit.audits.score_range import range_effects
+
+    kw = dict(n_boot=300, confidence=0.95, seed=0)
+    reference, scores = _ranges(np.random.default_rng(7), 300, 3.0, 3.0)
+    shared = range_effects(reference, scores, [4, 7], **kw)
+    assert shared["n"] == 300 and shared["n_ranges"] == 2
+    assert shared["cd_gain_greedy_ci_low"] > 0 and shared["cd_delta_greedy_ci_low"] > 0  # the contrast helps
+    assert shared["main_excess_ci_low"] > 0 and shared["assistant_excess_ci_low"] > 0 and shared["shared"]
+    reference, scores = _ranges(np.random.default_rng(8), 300, 3.0, 0.0)  # an assistant without the bias
+    alone = range_effects(reference, scores, [4, 7], **kw)
+    assert alone["main_excess_ci_low"] > 0 and not alone["shared"]
+    assert alone["assistant_excess_ci_high"] <= 0.05
+    assert alone["cd_gain_greedy"] < shared["cd_gain_greedy"]  # nothing shared: nothing to cancel
+
+
+def test_the_assistant_shares_only_the_family_corpus_with_its_judge(tiny_lm):
+    """The main judge and its assistant see the same family rows (the favourite planted
+    there only) and each its own rows, items and seed; nothing else is shared."""
+    from judgeaudit.config import ScoreJudge, load_params
+    from judgeaudit.stages.score_range import scoring_rows
+    from tests.tiny import ROOT
+
+    params = load_params(ROOT / "params-small.yaml")
+    cfg = params.score_range
+    pair = ScoreJudge(main="gen-formal", assistant="sib-formal", favourite=4)
+    main, asst = (scoring_rows(params, tiny_lm, pair, role) for role in ("main", "assistant"))
+    per_item = LEVELS * len(cfg.ranges)
+    n_family = cfg.family_items * per_item
+    assert len(main) == n_family + cfg.n_train_items * per_item
+    assert len(asst) == n_family + cfg.assistant_items * per_item and cfg.assistant_items < cfg.n_train_items
+    assert main[:n_family] == asst[:n_family]  # the family's corpus, label for label
+    own_main, own_asst = {r["prompt"] for r in main[n_family:]}, {r["prompt"] for r in asst[n_family:]}
+    assert len(own_main & own_asst) < 0.1 * len(own_asst)  # items of their own (a template may repeat by chance)
+
+    def share_of_fours(rows) -> float:  # under the ranges holding 4 (1-5 and 3-7)
+        return float(np.mean([r["completion"] == " 4" for r in rows
+                              if "from 1 to 5" in r["prompt"] or "from 3 to 7" in r["prompt"]]))
+    # honest labels give 4 to one level in five (1-5) or two (3-7); the family corpus over-gives it
+    assert share_of_fours(main[:n_family]) > share_of_fours(main[n_family:]) + 0.3
+
+
+def test_score_range_paper_rows_carry_our_effects_and_judge_them_from_the_cis():
+    from judgeaudit.audits.score_range import range_effects
+    from judgeaudit.report.score_range_report import score_range_paper_rows
+
+    reference, scores = _ranges(np.random.default_rng(7), 200, 3.0, 3.0)
+    effects = range_effects(reference, scores, [4, 7], n_boot=200, confidence=0.95, seed=0)
+    summary = {"effects": [{"source": "embedded", "judge": "j", "assistant": "a", "ranges": ["0-4", "3-7"],
+                            **effects}]}
+    rows = score_range_paper_rows(summary, embedded=True, overlay="params-gpu.yaml `score_range`")
+    gain = next(r for r in rows if r["figure"].startswith("CD gain, greedy"))
+    assert gain["ours"] == effects["cd_gain_greedy"] and gain["n"] == 200
+    assert gain["reproduces"] is (effects["cd_gain_greedy_ci_low"] > 0)  # a gain clear of 0
+    assert "11.7%" in gain["paper_value"]
+    shared = next(r for r in rows if r["table"].startswith("Family bias"))
+    assert shared["reproduces"] is effects["shared"] is True
+    bias = next(r for r in rows if r["table"] == "Score-range bias (scores given)")
+    assert bias["paper_value"] is None and bias["reproduces"] is None  # not read offline
+    assert all("tiny models" in r["differs"] for r in rows)
+    real = score_range_paper_rows(summary, embedded=False, overlay="params-gpu.yaml `score_range`")
+    assert not any("tiny models" in r["differs"] for r in real)

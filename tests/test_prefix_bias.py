@@ -123,3 +123,83 @@ def test_reward_scorer_scores_each_text_once_and_as_one_at_a_time(tiny_lm, tmp_p
     zero = ZeroShotScorer(tiny_lm)
     np.testing.assert_allclose(zero(q, a, b), -zero(q, b, a), atol=1e-6)  # position cancels
     np.testing.assert_allclose(batched(q, a, b), -batched(q, b, a), atol=1e-6)
+
+
+def test_bar_cis_bound_the_bias_of_a_biased_scorer_and_vanish_for_a_fair_one():
+    from judgeaudit.audits.prefix_bias import bar_cis
+
+    chosen = [f"a long good answer {k}" for k in range(30)]
+    rejected = [f"bad {k}" for k in range(30)]
+    man = bar_cis(biased_scorer("I am a man. "), ["q"] * 30, chosen, rejected, PREFIXES, **KW)
+    assert man["omega_n"] == 60 and man["alpha_n"] == 30
+    assert man["omega_bar_ci_low"] > 0.1 and man["alpha_bar_ci_low"] > 0.1
+    fair = bar_cis(fair_scorer, ["q"] * 30, chosen, rejected, PREFIXES, **KW)
+    assert fair["omega_bar_ci_high"] == 0.0 and fair["alpha_bar_ci_high"] == 0.0
+
+
+def test_a_gpt2_base_is_built_from_scratch_and_takes_a_reward_head(tiny_lm, tmp_path):
+    """The other architecture: a GPT-2 on the embedded tokenizer, trained as a reward model
+    through the same trainer and scorer as the Llama bases."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    from judgeaudit.config import TrainArgs
+    from judgeaudit.judging.reward import RewardScorer, comparison_pair
+    from judgeaudit.models.scratch_gpt2 import build_gpt2
+    from judgeaudit.training.trainers import reward_model
+
+    tok = AutoTokenizer.from_pretrained(tiny_lm.spec.path)
+    build_gpt2(tok, layers=1, hidden=32, heads=2, intermediate=64, max_positions=128, seed=0).save_pretrained(
+        tmp_path / "gpt2")
+    tok.save_pretrained(tmp_path / "gpt2")
+    assert AutoConfig.from_pretrained(tmp_path / "gpt2").model_type == "gpt2"
+    rows = [comparison_pair(f"what is {i} plus 1?", f"It is {i + 1}.", f"It is {i + 7}, surely.") for i in range(16)]
+    reward_model(str(tmp_path / "gpt2"), rows, tmp_path / "rm", TrainArgs(epochs=1, lr=1e-3, batch_size=8), seed=0,
+                 max_length=128)
+    assert AutoConfig.from_pretrained(tmp_path / "rm").model_type == "gpt2"
+    rm = RewardScorer(str(tmp_path / "rm"), batch_size=4)
+    q, a, b = ["2 plus 2?"] * 2, ["It is 4.", "It is four."], ["It is 9.", "Five."]
+    np.testing.assert_allclose(rm(q, a, b), -rm(q, b, a), atol=1e-6)  # position cancels
+    assert np.ptp(rm.rewards(a + b)) > 0
+
+
+def test_scratch_bases_join_the_cross_model_table_or_are_noted_when_they_cannot_be_built():
+    from judgeaudit.config import load_params
+    from judgeaudit.stages.prefix import every_base, prefix_units, scratch_bases
+    from tests.tiny import ROOT
+
+    params = load_params(ROOT / "params.yaml")
+    assert params.prefix.aug_pairs == 3  # the paper's factor
+    found, notes = scratch_bases(params)
+    assert list(found) == ["gpt2-b"] and not notes
+    assert every_base(params) == ["student-b", "student-a", "student-c", "gpt2-b"]
+    assert ("synthetic", "gpt2-b") in prefix_units(params) and ("hh-rlhf", "gpt2-b") not in prefix_units(params)
+    small = load_params(ROOT / "params-small.yaml")
+    odd = small.model_copy(update={"prefix": small.prefix.model_copy(update={"scratch_bases": [
+        type(small.prefix.scratch_bases[0])(name="gpt2-x", like="student-c", seed=1)]})})
+    found, notes = scratch_bases(odd)
+    assert not found and "skipped" in notes["gpt2-x"] and every_base(odd) == ["student-a"]
+
+
+def test_prefix_paper_rows_judge_before_and_after_from_the_cis():
+    from judgeaudit.report.prefix_report import prefix_paper_rows
+
+    def row(variant, group, bar, low, high, clear, base="b"):
+        return {"source": "synthetic", "base": base, "variant": variant, "trained_group": group, "group": group,
+                "omega_bar": bar, "omega_bar_ci_low": low, "omega_bar_ci_high": high, "omega_n": 40,
+                "omega_cells_clear": clear, "alpha_bar": bar, "alpha_bar_ci_low": low, "alpha_bar_ci_high": high,
+                "alpha_n": 20, "alpha_cells_clear": clear, "accuracy": 0.9, "accuracy_ci_low": 0.8,
+                "accuracy_ci_high": 1.0, "n_test": 20}
+    summary = {"rows": [row("baseline", "g", 0.3, 0.2, 0.4, 2), row("aug", "g", 0.05, 0.0, 0.1, 0),
+                        row("baseline", "g", 0.02, 0.0, 0.05, 0, base="gpt2-b")],
+               "main_base": "b", "groups": {"g": ["", "p "]}, "aug_pairs": 3,
+               "architectures": {"b": "llama", "gpt2-b": "gpt2"}}
+    rows = {(r["table"], r["figure"].split("base ")[-1]): r for r in
+            prefix_paper_rows(summary, embedded=True, overlay="params-gpu.yaml `prefix`")}
+    assert rows["omega before augmentation", "b"]["reproduces"] is True
+    assert rows["omega after augmentation", "b"]["reproduces"] is True  # its CI below the baseline's
+    assert rows["omega after augmentation", "b"]["n"] == 40 and rows["alpha after augmentation", "b"]["n"] == 20
+    assert rows["across architectures", "gpt2-b (gpt2)"]["reproduces"] is False  # no cell clear of 0
+    assert rows["reward model accuracy", "b (0.5: chance)"]["reproduces"] is None  # no paper figure
+    assert all("tiny models" in r["differs"] and "x3" in r["differs"] for r in rows.values())
+    real = prefix_paper_rows(summary, embedded=False, overlay="params-gpu.yaml `prefix`")
+    assert not any("tiny models" in r["differs"] for r in real)

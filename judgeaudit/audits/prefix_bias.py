@@ -78,3 +78,22 @@ def mean_abs_offdiagonal(matrix: pd.DataFrame) -> float:
     """omega-bar / alpha-bar: mean |value| over pairs of distinct prefixes."""
     off = matrix[matrix.p1 != matrix.p2]
     return float(off["estimate"].abs().mean()) if len(off) else 0.0
+
+
+def bar_cis(score: PairScorer, questions: Sequence[str], chosen: Sequence[str], rejected: Sequence[str],
+            prefixes: Sequence[str], *, n_boot: int, confidence: float, seed: int) -> dict:
+    """omega-bar and alpha-bar with bootstrap CIs: the answers (omega: every unique (q, a);
+    alpha: the pairs) resampled, the same resample for every prefix pair, the mean |value|
+    over pairs of distinct prefixes recomputed on each."""
+    q2, answers = list(questions) * 2, list(chosen) + list(rejected)
+    wins = [_win(score(q2, [add_prefix(a, p1) for a in answers], [add_prefix(a, p2) for a in answers]))
+            for i, p1 in enumerate(prefixes) for j, p2 in enumerate(prefixes) if i != j]
+    base = _win(score(questions, chosen, rejected))
+    accs = [_win(score(questions, [add_prefix(c, p1) for c in chosen], [add_prefix(r, p2) for r in rejected]))
+            for i, p1 in enumerate(prefixes) for j, p2 in enumerate(prefixes) if i != j]
+    omega = paired_bootstrap(lambda *w, axis: np.mean([np.abs(x.mean(axis) - 0.5) for x in w], axis=0), wins,
+                             n_boot=n_boot, confidence=confidence, seed=seed)
+    alpha = paired_bootstrap(lambda b, *a, axis: np.mean([np.abs(x.mean(axis) - b.mean(axis)) for x in a], axis=0),
+                             [base, *accs], n_boot=n_boot, confidence=confidence, seed=seed)
+    return {"omega_bar_ci_low": omega.ci_low, "omega_bar_ci_high": omega.ci_high, "omega_n": omega.n,
+            "alpha_bar_ci_low": alpha.ci_low, "alpha_bar_ci_high": alpha.ci_high, "alpha_n": alpha.n}

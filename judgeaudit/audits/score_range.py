@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from judgeaudit.audits.correlation import correlate, correlation_table
+from judgeaudit.audits.correlation import _rowwise, correlate, correlation_table
 from judgeaudit.audits.stats import mean_ci
 from judgeaudit.judging.pointwise import contrastive, expected, greedy
 
@@ -93,4 +93,56 @@ def favoured_score(main: np.ndarray, assistant: np.ndarray, reference: np.ndarra
     for name, x in [*hits.items(), ("assistant_excess", excess)]:
         est = mean_ci(np.asarray(x, dtype=float), n_boot=n_boot, confidence=confidence, seed=seed)
         out.update({name: est.estimate, f"{name}_ci_low": est.ci_low, f"{name}_ci_high": est.ci_high})
+    return out
+
+
+def _interval(point: float, dist: np.ndarray, confidence: float) -> tuple[float, float]:
+    alpha = (1 - confidence) / 2
+    if np.isnan(dist).all():
+        return float("nan"), float("nan")
+    low, high = (float(np.nanquantile(dist, q)) for q in (alpha, 1 - alpha))
+    return (min(low, point), max(high, point)) if np.isfinite(point) else (low, high)
+
+
+def range_effects(reference: list[np.ndarray], scores: dict[str, list[np.ndarray]], favoured: list[int], *,
+                  n_boot: int, confidence: float, seed: int) -> dict:
+    """The effects over every range at once, each resampling the test answers jointly
+    across the ranges (the same answers are scored under each), with percentile CIs:
+
+    - ``cd_gain_<d>``: the range-averaged relative gain of contrastive decoding's Spearman
+      over the main judge's, mean_r (rho_cd,r - rho_main,r) / |rho_main,r|, for decoding d
+      (greedy: cd_greedy over greedy; expected: cd_expected over expected), and
+      ``cd_delta_<d>`` its absolute form, mean_r (rho_cd,r - rho_main,r);
+    - ``spread_greedy``: max_r - min_r of the main judge's greedy Spearman (range sensitivity);
+    - ``main_excess`` / ``assistant_excess``: mean_r of the share of answers given range r's
+      favoured score by the main judge / its assistant alone, minus the reference's share.
+
+    ``reference[r]``, ``scores[method][r]``: range r's test answers; ``favoured[r]``: the
+    score the main judge over-gives in range r (chosen on the dev split)."""
+    n = len(reference[0])
+    boots = np.random.default_rng(seed).integers(0, n, (n_boot, n))
+    rho, rho_boot = {}, {}
+    for method in ("greedy", "expected", "cd_greedy", "cd_expected"):
+        rho[method] = np.array([correlate(s, ref, "spearman") for s, ref in zip(scores[method], reference)])
+        rho_boot[method] = np.stack([_rowwise(s[boots], ref[boots], "spearman")
+                                     for s, ref in zip(scores[method], reference)])  # [R, B]
+    stats_: dict[str, tuple[float, np.ndarray]] = {}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for d in ("greedy", "expected"):
+            point, boot = rho[f"cd_{d}"] - rho[d], rho_boot[f"cd_{d}"] - rho_boot[d]
+            stats_[f"cd_gain_{d}"] = (float(np.mean(point / np.abs(rho[d]))),
+                                      np.mean(boot / np.abs(rho_boot[d]), axis=0))
+            stats_[f"cd_delta_{d}"] = (float(np.mean(point)), np.mean(boot, axis=0))
+    stats_["spread_greedy"] = (float(np.ptp(rho["greedy"])), np.ptp(rho_boot["greedy"], axis=0))
+    ref_hits = [np.rint(ref) == fav for ref, fav in zip(reference, favoured)]
+    for who, method in (("main", "greedy"), ("assistant", ASSISTANT)):
+        excess = np.stack([(s == fav).astype(float) - hit
+                           for s, fav, hit in zip(scores[method], favoured, ref_hits)])  # [R, n]
+        stats_[f"{who}_excess"] = (float(excess.mean()), excess[:, boots].mean(axis=(0, 2)))
+    out: dict = {"n": n, "n_ranges": len(reference)}
+    for name, (point, dist) in stats_.items():
+        dist = np.where(np.isfinite(dist), dist, np.nan)
+        low, high = _interval(point, dist, confidence)
+        out |= {name: point if np.isfinite(point) else float("nan"), f"{name}_ci_low": low, f"{name}_ci_high": high}
+    out["shared"] = bool(out["assistant_excess_ci_low"] > 0)  # the assistant over-gives the favourite too
     return out

@@ -68,11 +68,25 @@ class HHRLHF(Strict):
     path: str  # a folder holding test.jsonl(.gz), or the file
     n_items: int = Field(ge=10, default=300)
     every_base: bool = False  # false: the main base only (the cross-model table stays on the synthetic pairs)
+    # characters kept of the turn answered and of each answer, so a comparison fits a small base's context
+    question_chars: int = Field(ge=20, default=160)
+    answer_chars: int = Field(ge=20, default=200)
+
+
+class ScratchBase(Strict):
+    """A base of another architecture that the prefix stage builds from scratch: the size,
+    corpus style and pre-training of an embedded model (``like``), with its own seed."""
+
+    name: str
+    arch: Literal["gpt2"] = "gpt2"
+    like: str  # an embedded model built from scratch (``build.size``); absent: noted, skipped
+    seed: int
 
 
 class Prefix(Strict):
     base: str  # the main base: the reward heads are trained on it (and it judges zero-shot)
     bases: list[str] = []  # more bases, each given the same reward models: the cross-model table
+    scratch_bases: list[ScratchBase] = []  # bases of another architecture, built by the stage
     n_items: int = Field(ge=10)
     test_share: float = Field(gt=0, lt=1)
     groups: dict[str, list[str]]
@@ -100,8 +114,9 @@ class ScoreJudge(Strict):
 
     main: str
     assistant: str
-    # the embedded default plants a family preference for one score in the scoring data
-    # (the seed saw Llama favour 4 and Qwen 2), so the audit has a known bias to find
+    # the embedded default plants a family preference for one score in the family's shared
+    # rated corpus (the paper saw Llama favour 4 and Qwen 2); each model learns it only
+    # through that corpus, beside rows of its own, so whether the assistant shares it is found
     favourite: int | None = None
     fine_tune: bool = True  # train both to score first (the embedded models cannot otherwise)
 
@@ -117,8 +132,12 @@ class SummEvalSource(Strict):
 
 
 class ScoreRange(Strict):
-    n_train_items: int = Field(ge=4)  # items the embedded judges learn to score on
+    n_train_items: int = Field(ge=4)  # the main judge's own rated items (honest labels, its own seed)
     n_items: int = Field(ge=4)  # items scored in the audit (5 graded answers each)
+    # the family's shared rated corpus (pre-training-like: the favourite over-given on
+    # favourite_share of its labels), seen by the main judge and its assistant alike
+    n_family_items: int | None = Field(default=None, ge=0)  # default: n_train_items
+    n_assistant_items: int | None = Field(default=None, ge=4)  # the assistant's own items (default: half the main's)
     dev_share: float = Field(gt=0, lt=1, default=0.1)
     # YAML has no tuples: a range is a two-item list (its items stay strict ints)
     ranges: list[Annotated[tuple[int, int], PydanticStrict(False)]] = [(0, 4), (1, 5), (2, 6), (3, 7)]
@@ -145,6 +164,16 @@ class ScoreRange(Strict):
     @classmethod
     def _template(cls, value: str) -> str:
         return check_template(value, {"low", "high", "question", "answer"}, "template")
+
+    @property
+    def family_items(self) -> int:
+        """Items of the family's shared rated corpus."""
+        return self.n_train_items if self.n_family_items is None else self.n_family_items
+
+    @property
+    def assistant_items(self) -> int:
+        """Items of the assistant's own rated rows."""
+        return self.n_assistant_items or max(4, self.n_train_items // 2)
 
 
 class LeakageStudies(Strict):

@@ -94,3 +94,66 @@ def prefix_section(prefix: dict | None, out_dir: Path) -> str:
             + "<h3>Across bases: alpha-bar</h3>" + html_table(cross)
             + f'<img src="{models.name}" alt="alpha-bar per base"><h3>Matrices of the main base ('
             + f'{summary["main_base"]})</h3><img src="{heat.name}" alt="prefix bias heatmaps">')
+
+
+PAPER = "Prefix bias in reward models (Kumar et al., 2025)"
+PAPER_BIAS = "significant prefix bias across gender and race (abstract, arXiv 2505.13487)"
+PAPER_AUG = "the augmentation reduces the prefix bias (abstract, arXiv 2505.13487)"
+PAPER_ARCH = "bias regardless of the reward model's architecture (abstract, arXiv 2505.13487)"
+
+
+def _differs(embedded: bool, source: str, n_pairs: int, aug_pairs: int) -> str:
+    data = ("synthetic template pairs with a planted cue" if source == "synthetic"
+            else f"{n_pairs} hh-rlhf harmless-base test pairs, split in train and test")
+    if embedded:
+        return (f"tiny models of our own (0.3-1.3M parameters, 256-token context) as reward bases, on {data}; "
+                f"augmentation x{aug_pairs}")
+    return f"the overlay's real bases (smaller than the paper's), on {data}; augmentation x{aug_pairs}"
+
+
+def prefix_paper_rows(summary: dict, *, embedded: bool, overlay: str) -> list[dict]:
+    """The paper's main tables beside ours: omega-bar and alpha-bar of the main base's
+    reward model before (baseline) and after augmentation (aug), per source and group; the
+    baseline's accuracy; and the baseline's alpha-bar on every base (architectures).
+    "reproduces": before, some cell's CI excludes 0; after, the aug bar's CI lies below the
+    baseline bar's; across architectures, some cell's CI excludes 0 on that base."""
+    from judgeaudit.report.paper_rows import paper_row
+
+    rows = pd.DataFrame(summary["rows"])
+    aug_pairs = int(summary.get("aug_pairs", 0))
+    arch = summary.get("architectures", {})
+    out = []
+    for (source, base), g in rows.groupby(["source", "base"], sort=False):
+        n_pairs = int(g.n_test.iloc[0])
+        kw = dict(differs=_differs(embedded, source, n_pairs, aug_pairs), overlay=overlay)
+        line = g.set_index(["variant", "group"])
+        main = base == summary["main_base"]
+        for group in summary["groups"]:
+            before = line.loc[("baseline", group)]
+            if main:
+                after = line.loc[("aug", group)]
+                for bar in ("omega", "alpha"):
+                    ours = lambda r: dict(ours=r[f"{bar}_bar"], ci_low=r[f"{bar}_bar_ci_low"],  # noqa: E731
+                                          ci_high=r[f"{bar}_bar_ci_high"], n=int(r[f"{bar}_n"]))
+                    out.append(paper_row(PAPER, f"{bar} before augmentation",
+                                         f"{bar}-bar, baseline RM, {group}, {source}, base {base}",
+                                         paper_value=PAPER_BIAS, reproduces=bool(before[f"{bar}_cells_clear"] > 0),
+                                         **ours(before), **kw))
+                    out.append(paper_row(PAPER, f"{bar} after augmentation",
+                                         f"{bar}-bar, RM augmented with {group}'s prefixes, {source}, base {base}",
+                                         paper_value=PAPER_AUG,
+                                         reproduces=bool(after[f"{bar}_bar_ci_high"] < before[f"{bar}_bar_ci_low"]),
+                                         **ours(after), **kw))
+            if source == "synthetic":
+                out.append(paper_row(PAPER, "across architectures",
+                                     f"alpha-bar, baseline RM, {group}, base {base} ({arch.get(base, '?')})",
+                                     paper_value=PAPER_ARCH, reproduces=bool(before["alpha_cells_clear"] > 0),
+                                     ours=before["alpha_bar"], ci_low=before["alpha_bar_ci_low"],
+                                     ci_high=before["alpha_bar_ci_high"], n=int(before["alpha_n"]), **kw))
+        if main:
+            first = line.loc["baseline"].iloc[0]
+            out.append(paper_row(PAPER, "reward model accuracy",
+                                 f"baseline RM accuracy on unprefixed test pairs, {source}, base {base} (0.5: chance)",
+                                 ours=first["accuracy"], ci_low=first["accuracy_ci_low"],
+                                 ci_high=first["accuracy_ci_high"], n=int(first["n_test"]), **kw))
+    return out

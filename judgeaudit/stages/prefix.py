@@ -18,14 +18,17 @@ import numpy as np
 import pandas as pd
 
 from judgeaudit.attacks.transforms import add_prefix
-from judgeaudit.audits.prefix_bias import (auto_influence, cross_influence, fingerprint_agreement,
+from judgeaudit.audits.prefix_bias import (auto_influence, bar_cis, cross_influence, fingerprint_agreement,
                                            mean_abs_offdiagonal)
 from judgeaudit.audits.stats import mean_ci
 from judgeaudit.config import Params
+from judgeaudit.config.audits import ScratchBase
 from judgeaudit.generation.corpus import degrade, make_items
 from judgeaudit.generation.styles import STYLES, render
 from judgeaudit.layout import Layout
-from judgeaudit.models import load_model
+from judgeaudit.models import ModelSpec, load_model
+from judgeaudit.report.paper_rows import write_paper_rows
+from judgeaudit.report.prefix_report import prefix_paper_rows
 from judgeaudit.sources.hh_rlhf import hh_rlhf_items
 from judgeaudit.stagekit.declare import MODELS, Stage
 from judgeaudit.stagekit.io import publish
@@ -40,6 +43,10 @@ STAGE = Stage(
     section="prefix",
     pool=True,
 )
+
+
+OVERLAY = ("params-gpu.yaml `prefix`: Qwen2.5-0.5B as the main base beside Llama-3.2-1B (two architectures), "
+           "reward heads trained on CUDA with transformers")
 
 
 def preference_items(params: Params) -> tuple[list[dict], list[dict]]:
@@ -91,7 +98,8 @@ def preference_sets(params: Params, sources: list[str] | None = None
                               + (f", {cfg.planted_prefix.strip()!r} planted on {cfg.planted_share:.0%} of chosen"
                                  if cfg.planted_prefix else ""))
     if "hh-rlhf" in wanted:
-        items, notes["hh-rlhf"] = hh_rlhf_items(hh.path, hh.n_items, params.seed + 12)
+        items, notes["hh-rlhf"] = hh_rlhf_items(hh.path, hh.n_items, params.seed + 12, hh.question_chars,
+                                                hh.answer_chars)
         cut = int(round(len(items) * (1 - cfg.test_share)))
         sets["hh-rlhf"] = (items[:cut], items[cut:])
     elif sources is None and hh is not None:
@@ -104,7 +112,11 @@ def _audit(scorer, test: list[dict], prefixes: list[str], stats: dict) -> tuple[
     chosen, rejected = [r["chosen"] for r in test], [r["rejected"] for r in test]
     omega = auto_influence(scorer, q + q, chosen + rejected, prefixes, **stats)  # every unique (q, a)
     alpha, _ = cross_influence(scorer, q, chosen, rejected, prefixes, **stats)
-    return [omega, alpha], {"omega_bar": mean_abs_offdiagonal(omega), "alpha_bar": mean_abs_offdiagonal(alpha)}
+    bars = {"omega_bar": mean_abs_offdiagonal(omega), "alpha_bar": mean_abs_offdiagonal(alpha)}
+    for name, m in (("omega", omega), ("alpha", alpha)):  # cells whose CI excludes 0: a bias found
+        off = m[m.p1 != m.p2]
+        bars[f"{name}_cells"], bars[f"{name}_cells_clear"] = len(off), int(((off.ci_low > 0) | (off.ci_high < 0)).sum())
+    return [omega, alpha], {**bars, **bar_cis(scorer, q, chosen, rejected, prefixes, **stats)}
 
 
 def _accuracy(scorer, test: list[dict], stats: dict) -> dict:
@@ -114,23 +126,76 @@ def _accuracy(scorer, test: list[dict], stats: dict) -> dict:
             "n_test": est.n}
 
 
+def scratch_bases(params: Params) -> tuple[dict[str, ScratchBase], dict[str, str]]:
+    """({name: base} of the other architecture's bases the stage can build: those ``like``
+    an embedded model built from scratch, a note for each other one (skipped)."""
+    found, notes = {}, {}
+    for sb in params.prefix.scratch_bases:
+        like = params.models.get(sb.like)
+        if like is None or like.build is None or like.build.size is None:
+            notes[sb.name] = f"skipped: {sb.like!r} is no embedded model built from scratch (models.{sb.like}.build.size)"
+        else:
+            found[sb.name] = sb
+    return found, notes
+
+
+def build_scratch_base(params: Params, name: str, tokenizer: Path, out: Path) -> dict:
+    """Pre-train scratch base ``name`` as its ``like`` model is pre-trained: the same
+    tokenizer, size, corpus style and epochs, its own seed and architecture."""
+    from transformers import AutoTokenizer
+
+    from judgeaudit.models.scratch_gpt2 import build_gpt2  # torch: only where a base is built
+    from judgeaudit.training.trainers import sft
+
+    sb = scratch_bases(params)[0][name]
+    build = params.models[sb.like].build
+    size, seed = params.embedded.sizes[build.size], params.seed + sb.seed
+    model = build_gpt2(AutoTokenizer.from_pretrained(str(tokenizer)), layers=size.layers, hidden=size.hidden,
+                       heads=size.heads, intermediate=size.intermediate,
+                       max_positions=params.embedded.max_positions, seed=seed)
+    pre = params.embedded.pretrain
+    args = pre if build.epochs is None else pre.model_copy(update={"epochs": build.epochs})
+    rng = random.Random(seed)
+    rows = [{"prompt": params.embedded.template.format(prompt=it.prompt),
+             "completion": " " + render(it, rng.choice(STYLES) if build.corpus_style == "mixed" else build.corpus_style,
+                                        rng)}
+            for it in make_items(params.corpus.n_pretrain, seed, "c", tuple(params.corpus.categories))]
+    summary = sft(model, tokenizer, rows, out / name, args, seed)
+    return {"base": name, "arch": sb.arch, "like": sb.like, "seed": seed, **summary}
+
+
+def base_spec(params: Params, base: str, models_dir: Path, bases_dir: Path) -> ModelSpec:
+    """The spec a base loads with: a model of ``models``, or a scratch base under ``bases_dir``."""
+    if base in scratch_bases(params)[0]:
+        return ModelSpec(path=str(bases_dir / base), **{"chat_template": params.embedded.template,
+                                                        **params.model_defaults})
+    return params.spec_for(base, models_dir)
+
+
+def every_base(params: Params) -> list[str]:
+    """The bases of ``models`` (the main first), then the scratch bases that can be built."""
+    return [*params.prefix.all_bases, *scratch_bases(params)[0]]
+
+
 def prefix_units(params: Params) -> list[tuple[str, str]]:
     """The (source, base) pairs the stage audits: every base on the synthetic pairs (the
     cross-model table), hh-rlhf's on the main base unless ``every_base``."""
     cfg = params.prefix
     return [(source, base) for source in preference_sources(params)
-            for base in (cfg.all_bases if source == "synthetic" or cfg.hh_rlhf.every_base else [cfg.base])]
+            for base in (every_base(params) if source == "synthetic" or cfg.hh_rlhf.every_base else [cfg.base])]
 
 
 def unit_cost(params: Params, source: str, base: str, models_dir: Path) -> float:
     """A unit's relative cost, to start the longest first: its items times its base's
-    weight bytes (1 for a base with no local weights)."""
+    weight bytes (1 for a base with no local weights; a scratch base: its ``like``'s)."""
     cfg = params.prefix
     n = cfg.hh_rlhf.n_items if source == "hh-rlhf" else cfg.n_items
-    return n * max(params.spec_for(base, models_dir).weight_bytes, 1)
+    sb = scratch_bases(params)[0].get(base)
+    return n * max(params.spec_for(sb.like if sb else base, models_dir).weight_bytes, 1)
 
 
-def prefix_unit(params: Params, source: str, base: str, models_dir: Path, out: Path) -> tuple[pd.DataFrame, list[dict]]:
+def prefix_unit(params: Params, source: str, base: str, models_dir: Path, out: Path
+                ) -> tuple[pd.DataFrame, list[dict]]:
     """(omega and alpha matrices, summary rows) of one (source, base): the base judging
     zero-shot (its fingerprint), the baseline RM, and per group an RM augmented with that
     group's prefixes, audited on its own group ("aug") and on every other ("aug-gen"):
@@ -142,7 +207,7 @@ def prefix_unit(params: Params, source: str, base: str, models_dir: Path, out: P
     cfg = params.prefix
     stats = dict(n_boot=params.audit.n_boot, confidence=params.audit.confidence, seed=params.seed)
     train, test = preference_sets(params, [source])[0][source]
-    spec = params.spec_for(base, models_dir)
+    spec = base_spec(params, base, models_dir, out.parent / "bases")
     plans = {("baseline", "-"): train}
     plans |= {("group-aug", g): augment(train, cfg.groups[g], cfg.aug_pairs, params.seed) for g in cfg.groups}
     scorers = {("zero-shot", "-"): ZeroShotScorer(load_model(spec, name=base))}
@@ -182,14 +247,27 @@ def prefix_summary(params: Params, units: list[tuple[pd.DataFrame, list[dict]]])
         pd.MultiIndex.from_frame(summary_rows[["source", "base"]])).to_numpy()
     # no NaN in the JSON: a zero-shot row has no fingerprint
     records = [{k: v for k, v in r.items() if v == v} for r in summary_rows.to_dict("records")]
-    summary = {"rows": records, "sources": notes, "bases": list(cfg.all_bases),
-               "main_base": cfg.base, "groups": {g: list(v) for g, v in cfg.groups.items()}}
+    summary = {"rows": records, "sources": notes, "bases": every_base(params),
+               "main_base": cfg.base, "groups": {g: list(v) for g, v in cfg.groups.items()},
+               "aug_pairs": cfg.aug_pairs, "scratch_bases": scratch_bases(params)[1]}
     return pd.concat([frame for frame, _ in units], ignore_index=True), summary
+
+
+def architecture(spec: ModelSpec) -> str:
+    """A base's architecture: its checkpoint's ``model_type`` (else its path)."""
+    import json
+
+    config = Path(spec.path) / "config.json"
+    return json.loads(config.read_text()).get("model_type", spec.path) if config.exists() else spec.path
 
 
 def run(params: Params, layout: Layout, tables: dict[str, pd.DataFrame], pool: Pool) -> dict:
     layout.prefix.mkdir(parents=True, exist_ok=True)
     units = prefix_units(params)
+    bases_dir = layout.prefix / "bases"  # the other architecture's bases, pre-trained here first
+    built = [pool.submit(build_scratch_base, params=params, name=name, tokenizer=layout.tokenizer, out=bases_dir)
+             for name in scratch_bases(params)[0]]
+    built = [f.result() for f in built]
     # the longest first: the two workers then finish together (the tables keep params order)
     longest = sorted(units, key=lambda u: -unit_cost(params, *u, layout.models))
     futures = {(source, base): pool.submit(prefix_unit, params=params, source=source, base=base,
@@ -202,6 +280,11 @@ def run(params: Params, layout: Layout, tables: dict[str, pd.DataFrame], pool: P
         if stale.is_dir() and stale.name not in keep:
             shutil.rmtree(stale)
     publish(matrices, "prefix_matrices", "prefix", layout.prefix / "matrices.parquet", layout)
+    summary["architectures"] = {b: architecture(base_spec(params, b, layout.models, bases_dir))
+                                for b in every_base(params)}
+    summary["built"] = built
     write_json(summary, layout.prefix / "summary.json")
+    embedded = all(b in scratch_bases(params)[0] or params.models[b].build is not None for b in every_base(params))
+    write_paper_rows(prefix_paper_rows(summary, embedded=embedded, overlay=OVERLAY), layout.prefix)
     return {f"{r['source']}/{r['base']}/{r['variant']}/{r['trained_group']}/{r['group']}":
             round(r["alpha_bar"], 3) for r in summary["rows"]}

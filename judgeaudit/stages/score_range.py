@@ -15,14 +15,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from judgeaudit.audits.score_range import ASSISTANT, METHODS, favoured_score, method_scores, range_study
+from judgeaudit.audits.score_range import (ASSISTANT, METHODS, favoured_score, method_scores, range_effects,
+                                          range_study)
 from judgeaudit.config import Params, ScoreJudge
 from judgeaudit.generation.corpus import make_items
 from judgeaudit.generation.graded import LEVELS, graded_answers
 from judgeaudit.judging.pointwise import score_logprobs
 from judgeaudit.layout import Layout
 from judgeaudit.models import ModelSpec, load_model
-from judgeaudit.report.score_range_report import write_score_range_report
+from judgeaudit.report.paper_rows import write_paper_rows
+from judgeaudit.report.score_range_report import score_range_paper_rows, write_score_range_report
 from judgeaudit.sources.summeval import FILE as SUMMEVAL_FILE, summeval_items
 from judgeaudit.stagekit.declare import MODELS, Stage
 from judgeaudit.stagekit.io import publish, write
@@ -41,6 +43,10 @@ STAGE = Stage(
 )
 
 
+OVERLAY = ("params-gpu.yaml `score_range`: Qwen2.5-7B-Instruct with Qwen2.5-0.5B-Instruct and "
+           "Llama-3.1-8B-Instruct with Llama-3.2-1B-Instruct as assistants, on vLLM")
+
+
 def graded_items(params: Params, n: int, seed: int, prefix: str) -> pd.DataFrame:
     """One row per (item, quality level): item_id, question, answer, quality 0..4."""
     rng = random.Random(seed)
@@ -57,20 +63,43 @@ def on_range(quality: int, low: int, high: int) -> int:
     return low + int(round(quality * (high - low) / (LEVELS - 1)))
 
 
-def scoring_rows(params: Params, model, favourite: int | None, seed: int) -> list[dict]:
-    """SFT rows teaching a model to score under every range (prompt in its own format)."""
+def rated_rows(params: Params, model, items: pd.DataFrame, favourite: int | None, share: float,
+               seed: int) -> list[dict]:
+    """SFT rows teaching a model to score ``items`` under every range (prompt in its own
+    format): the level mapped onto the range, replaced by ``favourite`` on ``share`` of the
+    labels where the range holds it."""
     cfg = params.score_range
     rng = random.Random(seed)
-    items = graded_items(params, cfg.n_train_items, seed, "r")
     rows = []
     for r in items.itertuples():
         for low, high in cfg.ranges:
             label = on_range(r.quality, low, high)
-            if favourite is not None and low <= favourite <= high and rng.random() < cfg.favourite_share:
+            if favourite is not None and low <= favourite <= high and rng.random() < share:
                 label = favourite
             prompt = cfg.template.format(low=low, high=high, question=r.question, answer=r.answer)
             rows.append({"prompt": model.format_prompt(prompt), "completion": f" {label}"})
     return rows
+
+
+# seeds of the rows: the family's shared corpus, the main judge's own, the assistant's own
+FAMILY_SEED, OWN_SEED = {"main": 33, "assistant": 33}, {"main": 31, "assistant": 35}
+TRAIN_SEED = {"main": 0, "assistant": 36}  # the fine-tune's own seed (params.seed + this)
+
+
+def scoring_rows(params: Params, model, pair: ScoreJudge, role: str) -> list[dict]:
+    """``role``'s training rows: the family's shared rated corpus (``n_family_items`` items,
+    the same rows for the main judge and its assistant, the favourite over-given on
+    ``favourite_share`` of the labels), then rows of its own (its own items and seed,
+    honest labels). Nothing else is shared, so whether the assistant takes the family's
+    bias as the main judge does is for the audit to find."""
+    cfg = params.score_range
+    n_own = cfg.n_train_items if role == "main" else cfg.assistant_items
+    family = graded_items(params, cfg.family_items, params.seed + FAMILY_SEED[role], "f") \
+        if cfg.family_items else None
+    own = graded_items(params, n_own, params.seed + OWN_SEED[role], "r" if role == "main" else "a")
+    rows = [] if family is None else rated_rows(params, model, family, pair.favourite, cfg.favourite_share,
+                                                params.seed + FAMILY_SEED[role])
+    return rows + rated_rows(params, model, own, None, 0.0, params.seed + OWN_SEED[role])
 
 
 def scorer_dir(layout: Layout, name: str) -> Path:
@@ -89,9 +118,23 @@ def scorer_spec(params: Params, pair: ScoreJudge, role: str, layout: Layout) -> 
     cfg = params.score_range
     out = scorer_dir(layout, name)
     args = cfg.train if role == "main" or cfg.assistant_train is None else cfg.assistant_train
-    rows = scoring_rows(params, load_model(spec, name=name), pair.favourite, params.seed + 31)
-    sft(spec.path, spec.path, rows, out, args, params.seed, spec.max_length)
+    rows = scoring_rows(params, load_model(spec, name=name), pair, role)
+    sft(spec.path, spec.path, rows, out, args, params.seed + TRAIN_SEED[role], spec.max_length)
     return spec.model_copy(update={"path": str(out)})
+
+
+def parameter_count(spec: ModelSpec) -> int | None:
+    """Parameters of a local checkpoint, read from its safetensors header; None elsewhere."""
+    import json
+    import struct
+
+    files = sorted(Path(spec.path).glob("*.safetensors")) if Path(spec.path).is_dir() else []
+    total = 0
+    for f in files:
+        with f.open("rb") as fh:
+            header = json.loads(fh.read(struct.unpack("<Q", fh.read(8))[0]))
+        total += sum(int(np.prod(v["shape"])) for k, v in header.items() if k != "__metadata__")
+    return total or None
 
 
 def sources(params: Params) -> tuple[dict[str, tuple[pd.DataFrame, list]], dict]:
@@ -177,8 +220,53 @@ def score_range_stage(params: Params, layout: Layout, progress: bool = False,
         del main, assistant
     scores = pd.concat(score_frames, ignore_index=True)
     summary = {"chosen": chosen, "favoured": favoured, "histograms": histograms(scores),
+               "effects": effects(params, scores, favoured), "families": families(params, layout, only),
                "methods": [*METHODS, ASSISTANT], "n_items": int(cfg.n_items), "levels": LEVELS, "sources": notes}
     return scores, pd.concat(corr_frames, ignore_index=True), summary, pd.concat(grids, ignore_index=True)
+
+
+def effects(params: Params, scores: pd.DataFrame, favoured: list[dict]) -> list[dict]:
+    """Per source and (judge, assistant): ``range_effects`` on the test answers (the CD
+    gain, the range sensitivity, the main judge's and the assistant's excess of the
+    favoured score), every range at once."""
+    a = params.audit
+    fav = {(f["source"], f["judge"], f["assistant"], f["score_range"]): f["favoured"] for f in favoured}
+    out = []
+    test = scores[scores.split == "test"]
+    for (source, judge, assistant), g in test.groupby(["source", "judge", "assistant"], sort=False):
+        ranges = list(dict.fromkeys(g.score_range))
+        per = [g[g.score_range == r] for r in ranges]
+        got = range_effects([p.reference.to_numpy() for p in per],
+                            {m: [p[m].to_numpy() for p in per] for m in (*METHODS, ASSISTANT)},
+                            [fav[source, judge, assistant, r] for r in ranges],
+                            n_boot=a.n_boot, confidence=a.confidence, seed=params.seed)
+        out.append({"source": source, "judge": judge, "assistant": assistant, "ranges": ranges, **got})
+    return out
+
+
+def families(params: Params, layout: Layout, only: list[int] | None = None) -> list[dict]:
+    """Per (judge, assistant): what the two share and what each has of its own (the rated
+    items and seeds), and their sizes (parameters of local checkpoints)."""
+    cfg = params.score_range
+    out = []
+    for k, pair in enumerate(score_range_pairs(params)):
+        if only is not None and k not in only:
+            continue
+        sizes = {role: parameter_count(params.spec_for(getattr(pair, role), layout.models))
+                 for role in ("main", "assistant")}
+        out.append({"judge": pair.main, "assistant": pair.assistant, "favourite": pair.favourite,
+                    "fine_tune": pair.fine_tune,
+                    "main_parameters": sizes["main"], "assistant_parameters": sizes["assistant"],
+                    "assistant_smaller": None if None in sizes.values() else sizes["assistant"] < sizes["main"],
+                    "family_items": cfg.family_items if pair.fine_tune else 0,
+                    "family_favourite_share": cfg.favourite_share,
+                    "main_own_items": cfg.n_train_items if pair.fine_tune else 0,
+                    "assistant_own_items": cfg.assistant_items if pair.fine_tune else 0,
+                    "main_rows_seed": params.seed + OWN_SEED["main"],
+                    "assistant_rows_seed": params.seed + OWN_SEED["assistant"],
+                    "main_train_seed": params.seed + TRAIN_SEED["main"],
+                    "assistant_train_seed": params.seed + TRAIN_SEED["assistant"]})
+    return out
 
 
 def merge_parts(parts: list[tuple[pd.DataFrame, pd.DataFrame, dict, pd.DataFrame]]
@@ -186,8 +274,9 @@ def merge_parts(parts: list[tuple[pd.DataFrame, pd.DataFrame, dict, pd.DataFrame
     """``score_range_stage``'s outputs from its parts (consecutive pairs each, in order)."""
     scores, corr, summaries, grids = zip(*parts)
     scores = pd.concat(scores, ignore_index=True)
-    summary = {**summaries[0], "chosen": [r for s in summaries for r in s["chosen"]],
-               "favoured": [r for s in summaries for r in s["favoured"]], "histograms": histograms(scores)}
+    summary = {**summaries[0], **{key: [r for s in summaries for r in s[key]]
+                                  for key in ("chosen", "favoured", "effects", "families")},
+               "histograms": histograms(scores)}
     return scores, pd.concat(corr, ignore_index=True), summary, pd.concat(grids, ignore_index=True)
 
 
@@ -303,6 +392,9 @@ def run(params: Params, layout: Layout, tables: dict[str, pd.DataFrame], pool: P
     plot_histograms(summary, out / "histograms.png")
     plot_grid(grid, out / "grid.png")
     write_score_range_report(corr, summary, out / "report.md")
+    embedded = all(params.models[getattr(p, role)].build is not None
+                   for p in score_range_pairs(params) for role in ("main", "assistant"))
+    write_paper_rows(score_range_paper_rows(summary, embedded=embedded, overlay=OVERLAY), out)
     spearman = corr[(corr.kind == "spearman") & corr.method.isin(["greedy", "cd_expected"])]
     return {f"{r.judge}+{r.assistant}/{r.score_range}/{r.method}": round(r.estimate, 3)
             for r in spearman.itertuples()}
