@@ -83,11 +83,12 @@ class Recorder:
 
 
 class Server:
-    """``judgeaudit serve``'s app over the tiny model, on a fixed loopback port, that can be
-    stopped and started again."""
+    """``judgeaudit serve``'s app over the tiny model (served under each of ``names``), on a
+    fixed loopback port, that can be stopped and started again."""
 
-    def __init__(self, tiny_lm) -> None:
-        self.recorder = Recorder(make_app({"tiny": tiny_lm}, ServeLimits(truncate=True, batch_wait_ms=1.0)))
+    def __init__(self, tiny_lm, names: tuple[str, ...] = ("tiny",), max_logprobs: int | None = None) -> None:
+        self.recorder = Recorder(make_app({name: tiny_lm for name in names},
+                                          ServeLimits(truncate=True, batch_wait_ms=1.0, max_logprobs=max_logprobs)))
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/v1"
         self.server = self.thread = None
@@ -149,6 +150,7 @@ def test_every_call_is_a_row_of_calls_parquet(server, reference):
     assert set(calls["kind"]) == {"echo"} and set(calls["model"]) == {"tiny"}
     assert set(calls["identity"]) == {f"openai:{server.url}:tiny"}
     assert calls["time"].notna().all() and calls["system_fingerprint"].isna().all()
+    assert set(calls["role"]) == {"judge"}  # which model made the call: judge, reference or assistant
     sent = sorted(json.loads(b)["prompt"] for b in answered)
     assert sorted(calls["prompt"]) == sent  # the request as sent, prompt and settings
     assert set(calls["max_tokens"]) == {0} and set(calls["echo"]) == {"true"}
@@ -207,7 +209,8 @@ def test_dry_run_counts_the_real_runs_prompt_tokens_within_5_percent(server, ref
     out, answered = reference
     summary = json.loads((out / "summary.json").read_text())
     pairs = pd.read_parquet(out / "battery_pairs.parquet")
-    assert len(pairs) == summary["pairs"] * 2, "the tiny judge should decide every pair"
+    assert set(pairs["bias"]) == {"verbosity", "authority", "control"}  # the control added to the biases asked
+    assert len(pairs) == summary["pairs"] * 3, "the tiny judge should decide every pair"
     tok = AutoTokenizer.from_pretrained(tiny_lm.spec.path)
     real = sum(len(tok(json.loads(b)["prompt"], add_special_tokens=False)["input_ids"]) for b in answered)
 

@@ -205,12 +205,13 @@ def test_self_enhancement_is_found_against_a_reference_judge():
     assert (pairs.response_2 == right).all()
     reference = judge_items(RuleJudge("fair"), "fair", "prompted", SETTINGS, pairs)
     found = self_preference(judge_items(vain, "vain", "prompted", SETTINGS, pairs), reference, BOOT)
-    row = found.set_index("metric").loc["self_preference"]
+    row = found.set_index(["subset", "metric"]).loc[("all", "self_preference")]
     assert row.found and row.estimate == 0.5 and row.n == 24
+    assert set(found.subset) == {"all", "even", "odd"}  # per subset too
     modest = RuleJudge("modest", signature="Certainly!")  # the same answers, no taste for them
     pairs = self_enhancement_items(modest, "modest", items, max_new_tokens=16)
     none = self_preference(judge_items(modest, "modest", "prompted", SETTINGS, pairs), reference, BOOT)
-    assert not none.set_index("metric").loc["self_preference"].found
+    assert not none.set_index(["subset", "metric"]).loc[("all", "self_preference")].found
 
 
 def test_baselines_flag_the_subset_that_always_the_longer_solves():

@@ -35,11 +35,11 @@ def _pairs_file(path):
     return path
 
 
-def _params(tmp_path, judge_dir, pairs) -> str:
+def _params(tmp_path, judge_dir, pairs, **extra) -> str:
     text = (ROOT / "params.yaml").read_text()
     section = {"live_judge": {"judge": f"hf:{judge_dir}", "mode": "likelihood", "n_boot": 200,
                               "data": [{"source": "generic", "path": str(pairs)}], "biases": ["verbosity"],
-                              "ranges": ["1-5"]}}
+                              "ranges": ["1-5"], **extra}}
     path = tmp_path / "params.yaml"
     assert "\nlive_judge: null\n" in text  # the shipped file names no judge: this test does
     path.write_text(text.replace("\nlive_judge: null\n", "\n" + yaml.safe_dump(section)))
@@ -81,6 +81,20 @@ def test_the_live_judge_stage_audits_the_sections_judge(setup, tmp_path):
     assert (root / "live_judge" / "report.md").is_file() and (root / "live_judge" / "battery.png").is_file()
     assert {r["score_range"] for r in written["pointwise"]["spearman"]} == {"1-5"}
     assert (root / "live_judge" / "scores.png").is_file()
+
+
+def test_the_stage_measures_self_enhancement_against_the_sections_reference(setup, tmp_path):
+    judge, _ = setup
+    params_path = _params(tmp_path, judge, tmp_path / "pairs.csv", self_enhancement=f"hf:{judge}", answer_tokens=4,
+                          ranges=None)
+    root = tmp_path / "data"
+    execute("live_judge", params_path, root)
+    written = json.loads((root / "live_judge" / "summary.json").read_text())
+    se = written["self_enhancement"]
+    assert se["reference"].startswith("transformers:") and se["self_preference"]["n"] == 24
+    assert se["self_preference"]["estimate"] == 0 and not se["self_preference"]["found"]  # itself as reference
+    table = pd.read_parquet(root / "live_judge" / "self_enhancement.parquet")
+    assert set(table["metric"]) == {"own_win_rate", "reference_win_rate", "self_preference"}
 
 
 def test_drift_flags_a_judge_changed_behind_its_name_and_not_an_unchanged_one(setup, tmp_path, tiny_lm):

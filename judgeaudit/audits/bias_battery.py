@@ -135,7 +135,7 @@ def control_differences(pairs: pd.DataFrame, bootstrap: BootstrapSettings) -> pd
 
 
 def self_preference(own: pd.DataFrame, reference: pd.DataFrame, bootstrap: BootstrapSettings) -> pd.DataFrame:
-    """Self-enhancement per source: ``own`` is the judge's verdicts on pairs of its own answer
+    """Self-enhancement per source and subset (``subset_groups``): ``own`` is the judge's verdicts on pairs of its own answer
     (response_1) against another (``judging.self_enhancement.self_enhancement_items``),
     ``reference`` another judge's verdicts on the same pairs. Rows (``COLUMNS``, bias
     "self_enhancement"): ``own_win_rate`` (the judge's mean win score of its own answer,
@@ -143,11 +143,11 @@ def self_preference(own: pd.DataFrame, reference: pd.DataFrame, bootstrap: Boots
     ``self_preference``, their difference with a paired bootstrap CI; found where its CI
     excludes zero (either way: a judge may also run down its own answers)."""
     mine, theirs = score_1(own), score_1(reference)
-    both = pd.DataFrame({"own": mine, "reference": theirs.reindex(mine.index)}).dropna()
+    both = pd.DataFrame({"own": mine, "reference": theirs.reindex(mine.index)}).dropna().reset_index()
     judge, strategy = own["judge"].iloc[0], own["strategy"].iloc[0]
     rows = []
-    for source, part in both.groupby(level="source", sort=True):
-        base = {"source": source, "subset": "all", "judge": judge, "strategy": strategy,
+    for source, subset, part in subset_groups(both) if len(both) else ():
+        base = {"source": source, "subset": subset, "judge": judge, "strategy": strategy,
                 "bias": "self_enhancement"}
         for metric, col in (("own_win_rate", "own"), ("reference_win_rate", "reference")):
             rows.append({**base, "metric": metric, **_row(part[col], bootstrap), "found": None})

@@ -44,7 +44,15 @@ def add_audit_judge(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ranges", help="also score both responses pointwise on these score ranges, e.g. 1-5,1-10,0-100 "
                                     "(needs log-probs): each range's score distribution and its correlation with the label")
     p.add_argument("--assistant", metavar="SPEC", help="with --ranges: a second judge (same forms as --judge) whose "
-                                                       "log-probs contrastive decoding subtracts")
+                                                       "log-probs contrastive decoding subtracts (its calls "
+                                                       "recorded too)")
+    p.add_argument("--self-enhancement", metavar="REF",
+                   help="self-enhancement: the judge writes its own answer to each prompt (through its endpoint, "
+                        "recorded), paired against another answer; the judge and the reference judge REF (same "
+                        "forms as --judge) judge those pairs in both orders: the judge's preference for its own "
+                        "answers beyond REF's, with n and a CI")
+    p.add_argument("--answer-tokens", type=int, default=256, help="--self-enhancement: the most tokens of the "
+                                                                  "judge's own answers (default 256)")
     p.add_argument("--drift-against", metavar="DIR", help="an earlier audit of this judge on the same pairs: every "
                                                           "figure compared with it, drifted ones flagged")
     p.add_argument("--replay", action="store_true",
@@ -110,21 +118,26 @@ def _audit_judge(args: argparse.Namespace) -> int:
     from judgeaudit.judging.live_pointwise import parse_ranges, pointwise_audit
     from judgeaudit.judging.modes import verdict_mode
     from judgeaudit.models import load_model
-    from judgeaudit.models.call_record import BudgetExhausted, TokenBudget, token_counter
-    from judgeaudit.models.judge_spec import judge_identity, parse_judge
-    from judgeaudit.stages.live_judge import audit_live, compare_with, previous, write_calls, write_live
+    from judgeaudit.models.call_record import BudgetExhausted
+    from judgeaudit.models.judge_spec import judge_identity
+    from judgeaudit.stages.live_judge import (audit_live, compare_with, journals_of, previous, recorded_spec,
+                                              self_enhancement, write_calls, write_live)
 
     params = load_params(args.params) if Path(args.params).is_file() else None
     named = {n: params.spec_for(n, Path(args.root) / "models") for n in params.models} if params else None
     biases = battery_names() if args.biases.strip() == "all" else with_control(check_biases(
         [b.strip() for b in args.biases.split(",") if b.strip()]))
     out = Path(args.out)
-    spec = parse_judge(args.judge, base_url=args.base_url, api_key_env=args.api_key_env, named=named,
-                       concurrency=args.concurrency, device=args.device,
-                       chat_template=args.prompt_format)
-    if spec.backend == "openai":  # every call recorded beside the tables: a rerun resumes, sends nothing twice
-        spec = spec.model_copy(update={"response_cache": str(out / "calls")})
-    elif args.replay or args.budget is not None:
+    # every role's endpoint calls recorded beside the tables (<out>/calls, calls_reference,
+    # calls_assistant): a rerun resumes and sends nothing twice, --replay sends nothing
+    roles = {"reference": args.self_enhancement, "assistant": args.assistant if args.ranges else None}
+    common = dict(named=named, base_url=args.base_url, api_key_env=args.api_key_env, chat_template=args.prompt_format,
+                  shared_url=any(t is not None for t in roles.values()))
+    spec = recorded_spec(args.judge, "judge", out / "calls", concurrency=args.concurrency, device=args.device,
+                         **common)
+    specs = {"judge": spec, **{role: recorded_spec(text, role, out / "calls", **common)
+                               for role, text in roles.items() if text is not None}}
+    if (args.replay or args.budget is not None) and all(s.backend != "openai" for s in specs.values()):
         raise ValueError(f"--replay and --budget apply to openai: judges (endpoint calls); {args.judge!r} runs here")
     settings = params.judge if params else _default_judge_settings()
     verdict_mode(args.mode, settings)  # an unknown mode fails here, before any pair is read
@@ -132,14 +145,10 @@ def _audit_judge(args: argparse.Namespace) -> int:
     tokenizer = args.tokenizer or (spec.path if spec.backend == "transformers" else None)
     if args.dry_run:
         return _dry_run(args, spec, settings, items, biases, tokenizer, price_per_mtok(args, params))
-    model = load_model(spec, name=args.judge)
-    journal = getattr(model, "journal", None)
-    if journal is not None:
-        journal.replay = args.replay
-        if args.budget is not None or args.tokenizer:
-            model.use_tokenizer(token_counter(tokenizer))
-        if args.budget is not None:
-            journal.budget = TokenBudget(args.budget, model._count)
+    models = {role: load_model(s, name={"judge": args.judge, **roles}[role]) for role, s in specs.items()}
+    model = models["judge"]
+    journals = journals_of(models)
+    _govern(models, args, tokenizer)
     print(f"judgeaudit: {args.judge} judging {len(items)} pairs in both orders ({args.mode}), then under "
           f"{len(biases)} biases of the battery")
     boot = BootstrapSettings(args.n_boot, args.confidence, args.seed)
@@ -150,24 +159,25 @@ def _audit_judge(args: argparse.Namespace) -> int:
     try:
         with tqdm(desc="audit-judge", unit="step", delay=1) as bar:
             audit = audit_live(model, args.judge, args.mode, settings, items, biases, boot, args.seed, bar)
+        if "reference" in models:
+            audit.self_enhancement = self_enhancement(model, args.judge, models["reference"], args.self_enhancement,
+                                                      args.mode, settings, items, boot, args.seed, args.answer_tokens)
+            audit.reference = judge_identity(specs["reference"])
         if args.ranges:
-            assistant = None if args.assistant is None else load_model(
-                parse_judge(args.assistant, base_url=args.base_url, api_key_env=args.api_key_env, named=named,
-                            chat_template=args.prompt_format), name=args.assistant)
-            audit.pointwise = pointwise_audit(model, items, parse_ranges(args.ranges), boot, assistant)
+            audit.pointwise = pointwise_audit(model, items, parse_ranges(args.ranges), boot, models.get("assistant"))
     except BudgetExhausted as exc:
-        write_calls(journal, out)
+        write_calls(journals, out)
         print(f"judgeaudit: stopped: {exc}", file=sys.stderr)
         return 3
     except RuntimeError:
-        write_calls(journal, out)  # an endpoint that failed for good: what it answered is kept
+        write_calls(journals, out)  # an endpoint that failed for good: what it answered is kept
         raise
     audit.screen.summary.update(identity=judge_identity(spec), notes=notes)
     if before is not None:
         compare_with(audit, before, boot, str(args.drift_against))
-    report = write_live(audit, out, journal)
+    report = write_live(audit, out, journals)
     _print_screen(audit.screen.summary)
-    if journal is not None:
+    if journals:
         _print_calls(audit.screen.summary)
     if audit.drift is not None:
         moved = audit.drift[audit.drift["drifted"]]["figure"].tolist()
@@ -176,11 +186,31 @@ def _audit_judge(args: argparse.Namespace) -> int:
     return 0
 
 
+def _govern(models: dict, args: argparse.Namespace, tokenizer: str | None) -> None:
+    """--replay and --budget on every endpoint model's journal, whatever its role: one token
+    budget for the whole run, counted with ``tokenizer`` where given."""
+    from judgeaudit.models.call_record import TokenBudget, token_counter
+
+    count = token_counter(tokenizer) if args.budget is not None or args.tokenizer else None
+    budget = None
+    for model in models.values():
+        journal = getattr(model, "journal", None)
+        if journal is None:
+            continue
+        journal.replay = args.replay
+        if count is not None:
+            model.use_tokenizer(count)
+        if args.budget is not None:
+            budget = budget or TokenBudget(args.budget, model._count)
+            journal.budget = budget
+
+
 def _print_calls(summary: dict) -> None:
-    c = summary["calls"]
-    print(f"calls: {c['sent']} sent ({c['failed']} failed), {c['answered_from_records']} answered from the "
-          f"records; {c['recorded']} recorded in all")
-    if summary["endpoint_drift"]:
+    by_role = summary.get("calls_by_role") or {"judge": summary["calls"]}
+    for role, c in by_role.items():
+        print(f"calls ({role}): {c['sent']} sent ({c['failed']} failed), {c['answered_from_records']} answered "
+              f"from the records; {c['recorded']} recorded in all")
+    if summary.get("endpoint_drift"):
         seen = "; ".join(f"{v['model']} (fingerprint {v['system_fingerprint']}, {v['calls']} calls from "
                          f"{v['first_seen']})" for v in summary["endpoint_versions"])
         print(f"judgeaudit: warning: the endpoint reported more than one model version over the recorded "
@@ -223,6 +253,9 @@ def _dry_run(args, spec, settings, items, biases, tokenizer: str | None, prices)
         print(f"judgeaudit: {plan['requests'] - plan['to_send']:.0f} of them recorded in {args.out}: "
               f"{plan['to_send']:.0f} to send, {plan['prompt_tokens_to_send']:.0f} prompt tokens and at most "
               f"{plan['completion_tokens_max_to_send']:.0f} completion tokens")
+    if args.self_enhancement or (args.ranges and args.assistant):
+        print("judgeaudit: not counted: the calls of --self-enhancement (the judge's own answers, then both judges "
+              "on them) and of --ranges/--assistant")
     print("judgeaudit: cost " + (f"${plan['cost_usd']:.4f} at ${prices[0]:g} / ${prices[1]:g} per million "
                                   "prompt / completion tokens (an upper bound)" if prices else
                                   "unknown: give --price-per-mtok IN,OUT"))
@@ -261,5 +294,10 @@ def _print_screen(summary: dict) -> None:
         verdict = verdict_text({"flip_rate": flip})
         versus = f"; vs control {fig(flip['vs_control'])}" if flip.get("vs_control") else ""
         print(f"  {bias:<24} flip rate {fig(flip or None)}{versus}" + (f"  {verdict}" if verdict != "no" else ""))
+    if se := summary.get("self_enhancement"):
+        pref = se.get("self_preference")
+        print(f"  {'self_enhancement':<24} own answers' win rate {fig(se.get('own_win_rate'))} against "
+              f"{fig(se.get('reference_win_rate'))} under {se['reference']}; self-preference {fig(pref)}"
+              + ("  FOUND" if pref and pref["found"] else ""))
     for row in summary["flagged_subsets"]:
         print(f"  flagged: {row['source']}/{row['subset']}: {row['baselines']} as accurate as the judge")

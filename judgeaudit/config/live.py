@@ -34,5 +34,9 @@ class LiveJudge(Strict):
     # None: none) and a second, assistant judge for contrastive decoding (a spec as ``judge``)
     ranges: list[str] | None = None
     assistant: str | None = None
+    # self-enhancement: a reference judge (a spec as ``judge``; None: not measured). The judge
+    # writes its own answer (up to ``answer_tokens``) to each prompt; both judge those pairs
+    self_enhancement: str | None = None
+    answer_tokens: int = Field(default=256, ge=1)
     # USD per million tokens (prompt, completion) by model name, for the cost --dry-run prints
     prices: dict[str, tuple[float, float]] = {}

@@ -43,6 +43,17 @@ def screen_markdown(screen: JudgeScreen) -> str:
     for bias, m in s["biases"].items():
         lines.append(f"| {bias} | {figure_text(m.get('flip_rate'))} | {figure_text(m.get('wrong_rate'))} | "
                      f"{figure_text((m.get('flip_rate') or {}).get('vs_control'))} | {verdict_text(m)} |")
+    if se := s.get("self_enhancement"):
+        pref = se.get("self_preference") or {}
+        lines += ["", "## Self-enhancement", "",
+                  f"The judge's own answers (written through its endpoint) paired against another answer to the "
+                  f"same prompt, judged in both orders by the judge and by the reference judge `{se['reference']}`. "
+                  "Self-preference: the judge's win rate for its own answers minus the reference's on the same "
+                  "pairs (paired bootstrap); found where its CI excludes zero.", "",
+                  "| figure | estimate [CI] (n) |", "|---|---|",
+                  f"| own answers' win rate, the judge | {figure_text(se.get('own_win_rate'))} |",
+                  f"| own answers' win rate, the reference | {figure_text(se.get('reference_win_rate'))} |",
+                  f"| self-preference | {figure_text(pref or None)} {'**found**' if pref.get('found') else ''} |"]
     lines += ["", "## Content-blind baselines", "",
               "Accuracy of always choosing the longer, the shorter, or the first-shown response; a subset where "
               "one is as accurate as the judge (CIs overlapping) says little about the judge.", "",

@@ -17,14 +17,17 @@ from pathlib import Path
 import pandas as pd
 
 from judgeaudit.attacks.battery import battery_names, with_control
+from judgeaudit.audits.bias_battery import self_preference
 from judgeaudit.audits.drift import drift
 from judgeaudit.audits.judge_screen import JudgeScreen, forest_plot, judge_screen
 from judgeaudit.audits.stats import BootstrapSettings
 from judgeaudit.config import Params
 from judgeaudit.judging.battery import BatteryRun, run_battery
+from judgeaudit.judging.benchmark import judge_items
 from judgeaudit.judging.live_items import pairs_to_judge
 from judgeaudit.judging.live_pointwise import parse_ranges, pointwise_audit, score_histograms
 from judgeaudit.judging.modes import verdict_mode
+from judgeaudit.judging.self_enhancement import self_enhancement_items
 from judgeaudit.layout import Layout
 from judgeaudit.models import ModelSpec, load_model
 from judgeaudit.models.judge_spec import judge_identity, parse_judge
@@ -44,6 +47,7 @@ STAGE = Stage(
 
 log = logging.getLogger(__name__)
 TABLES = {"verdicts": "live", "battery_pairs": "pairs"}
+ROLES = ("judge", "reference", "assistant")  # who makes an endpoint call: calls.parquet's role
 
 
 @dataclass
@@ -55,6 +59,35 @@ class LiveAudit:
     screen: JudgeScreen
     drift: pd.DataFrame | None = None
     pointwise: tuple[pd.DataFrame, pd.DataFrame, list[dict]] | None = None  # judging.live_pointwise
+    self_enhancement: tuple[pd.DataFrame, pd.DataFrame] | None = None  # self_enhancement(): table, verdicts
+    reference: str | None = None  # the reference judge of self-enhancement
+
+
+def self_enhancement(model, name: str, reference, reference_name: str, mode: str, settings, items: pd.DataFrame,
+                     boot: BootstrapSettings, seed: int, max_new_tokens: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The judge ``model`` writes its own answer to each prompt of ``items`` (through its
+    endpoint: the calls are its journal's), paired against another answer
+    (``judging.self_enhancement``); the judge and ``reference`` each judge those pairs in both
+    orders. (``audits.bias_battery.self_preference`` table, both judges' verdicts)."""
+    pairs = self_enhancement_items(model, name, items, max_new_tokens=max_new_tokens, seed=seed)
+    own = judge_items(model, name, mode, settings, pairs, seed=seed)
+    theirs = judge_items(reference, reference_name, mode, settings, pairs, seed=seed)
+    verdicts = pd.concat([own.assign(role="judge"), theirs.assign(role="reference")], ignore_index=True)
+    return self_preference(own, theirs, boot), verdicts
+
+
+def self_enhancement_summary(table: pd.DataFrame, reference: str | None) -> dict:
+    """The overall rows of a ``self_preference`` table (``own_win_rate``,
+    ``reference_win_rate``, ``self_preference`` with n, CI and found) and the reference judge."""
+    whole = table[(table["source"] == "all") & (table["subset"] == "all")]
+    whole = whole if len(whole) else table[table["subset"] == "all"]
+    out: dict = {"reference": reference}
+    for r in whole.itertuples():
+        out[r.metric] = {"estimate": round(float(r.estimate), 6), "ci_low": round(float(r.ci_low), 6),
+                         "ci_high": round(float(r.ci_high), 6), "n": int(r.n)}
+        if r.metric == "self_preference":
+            out[r.metric]["found"] = bool(r.found)
+    return out
 
 
 def audit_live(model, name: str, mode: str, settings, items: pd.DataFrame, biases: list[str] | None,
@@ -69,21 +102,59 @@ def audit_live(model, name: str, mode: str, settings, items: pd.DataFrame, biase
     return LiveAudit(run, screen)
 
 
-def write_calls(journal, out: Path) -> None:
-    """An endpoint judge's recorded calls (``models.call_record.CallJournal``) as ``calls.parquet``."""
-    if journal is not None and journal.rows:
+def role_calls(calls: Path, role: str) -> Path:
+    """Where a role's endpoint calls are kept: the judge's in ``calls``, the reference's and
+    the assistant's beside it (``calls_reference``, ``calls_assistant``)."""
+    if role not in ROLES:
+        raise ValueError(f"role must be one of {', '.join(ROLES)}, got {role!r}")
+    return calls if role == "judge" else calls.with_name(f"{calls.name}_{role}")
+
+
+def recorded_spec(text: str, role: str, calls: Path, *, named: dict[str, ModelSpec] | None, base_url: str | None,
+                  api_key_env: str, shared_url: bool = False, **fields) -> ModelSpec:
+    """The spec of the judge ``text`` names (``models.judge_spec.parse_judge``) playing
+    ``role``; an endpoint's calls recorded under ``role_calls(calls, role)``, so that a rerun
+    asks nothing recorded and a replay nothing at all, whichever role makes the call.
+    ``shared_url``: several roles share ``base_url``, which then goes to the ``openai:`` ones
+    only (alone, a local judge given a base URL is an error)."""
+    if shared_url and not text.startswith("openai:"):
+        base_url = None
+    spec = parse_judge(text, base_url=base_url, api_key_env=api_key_env, named=named, **fields)
+    if spec.backend != "openai":
+        return spec
+    return spec.model_copy(update={"response_cache": str(role_calls(calls, role))})
+
+
+def journals_of(models: dict[str, object]) -> dict[str, object]:
+    """The call journals (``models.call_record.CallJournal``) of the endpoint models by role."""
+    return {role: j for role, m in models.items() if m is not None and (j := getattr(m, "journal", None)) is not None}
+
+
+def write_calls(journals: dict[str, object], out: Path) -> None:
+    """Every role's recorded calls (``journals``: role -> ``CallJournal``) as one
+    ``calls.parquet``, its ``role`` column naming judge, reference or assistant."""
+    tables = [j.table().assign(role=role) for role, j in journals.items() if j is not None and j.rows]
+    if tables:
         out.mkdir(parents=True, exist_ok=True)
-        journal.table().to_parquet(out / "calls.parquet", index=False)
+        pd.concat(tables, ignore_index=True).to_parquet(out / "calls.parquet", index=False)
 
 
-def write_live(audit: LiveAudit, out: Path, journal=None) -> Path:
-    """The audit's tables, summary.json, battery.png and report.md in ``out`` (and an endpoint
-    judge's recorded calls, from its ``journal``); the report's path."""
+def write_live(audit: LiveAudit, out: Path, journals: dict[str, object] | None = None) -> Path:
+    """The audit's tables, summary.json, battery.png and report.md in ``out`` (and the
+    endpoint calls of every role, from ``journals``); the report's path."""
     out.mkdir(parents=True, exist_ok=True)
-    if journal is not None:
+    journals = journals or {}
+    if (journal := journals.get("judge")) is not None:
         audit.screen.summary.update(calls=journal.counts(), endpoint_versions=journal.versions(),
                                     endpoint_drift=len(journal.versions()) > 1)
-    write_calls(journal, out)
+    if set(journals) - {"judge"}:
+        audit.screen.summary["calls_by_role"] = {role: j.counts() for role, j in journals.items()}
+    write_calls(journals, out)
+    if audit.self_enhancement is not None:
+        table, verdicts = audit.self_enhancement
+        write_table(table, out / "self_enhancement.parquet")
+        write_table(verdicts, out / "self_enhancement_verdicts.parquet")
+        audit.screen.summary["self_enhancement"] = self_enhancement_summary(table, audit.reference)
     write_table(audit.run.live, out / "verdicts.parquet")
     write_table(audit.run.pairs, out / "battery_pairs.parquet")
     write_table(audit.screen.battery, out / "battery.parquet")
@@ -119,34 +190,44 @@ def compare_with(audit: LiveAudit, before: tuple[pd.DataFrame, pd.DataFrame], bo
     audit.screen.summary["drift_against"] = label
 
 
-def live_spec(params: Params, root: Path, calls: Path) -> ModelSpec:
-    """The spec of the section's judge, its endpoint calls kept under ``calls``."""
+def live_spec(params: Params, root: Path, calls: Path, role: str = "judge") -> ModelSpec:
+    """The spec of the section's judge (or its ``reference`` or ``assistant``), its endpoint
+    calls kept under ``role_calls(calls, role)``."""
     section = params.live_judge
     named = {n: params.spec_for(n, root / "models") for n in params.models}
-    spec = parse_judge(section.judge, base_url=section.base_url, api_key_env=section.api_key_env, named=named,
-                       concurrency=section.concurrency, chat_template=section.prompt_format)
-    return spec.model_copy(update={"response_cache": str(calls)}) if spec.backend == "openai" else spec
+    text = {"judge": section.judge, "reference": section.self_enhancement, "assistant": section.assistant}[role]
+    fields = {"concurrency": section.concurrency} if role == "judge" else {}
+    shared = section.self_enhancement is not None or (section.assistant is not None and bool(section.ranges))
+    return recorded_spec(text, role, calls, named=named, base_url=section.base_url, shared_url=shared,
+                         api_key_env=section.api_key_env, chat_template=section.prompt_format, **fields)
 
 
-def audit_section(params: Params, root: Path, calls: Path, steps: Steps | None = None) -> tuple[LiveAudit, object]:
-    """The ``live_judge`` section's audit, its endpoint calls kept under ``calls``; and the
-    judge's call journal (None for a local judge)."""
+def audit_section(params: Params, root: Path, calls: Path,
+                  steps: Steps | None = None) -> tuple[LiveAudit, dict[str, object]]:
+    """The ``live_judge`` section's audit, its endpoint calls kept under ``calls`` (and
+    beside it, per role); and the call journals by role (none for a local judge)."""
     section = params.live_judge
     spec = live_spec(params, root, calls)
     items, notes = pairs_to_judge([(d.source, d.path) for d in section.data], section.limit, params.seed)
     boot = BootstrapSettings(section.n_boot, params.audit.confidence, params.seed)
     model = load_model(spec, name=section.judge)
+    models: dict[str, object] = {"judge": model}
     audit = audit_live(model, section.judge, section.mode, params.judge, items, section.biases, boot, params.seed,
                        steps)
     audit.screen.summary.update(identity=judge_identity(spec), notes=notes)
+    if section.self_enhancement is not None:
+        ref_spec = live_spec(params, root, calls, "reference")
+        models["reference"] = reference = load_model(ref_spec, name=section.self_enhancement)
+        audit.self_enhancement = self_enhancement(model, section.judge, reference, section.self_enhancement,
+                                                  section.mode, params.judge, items, boot, params.seed,
+                                                  section.answer_tokens)
+        audit.reference = judge_identity(ref_spec)
     if section.ranges:
-        assistant = None
         if section.assistant is not None:
-            named = {n: params.spec_for(n, root / "models") for n in params.models}
-            assistant = load_model(parse_judge(section.assistant, base_url=section.base_url, named=named,
-                                               api_key_env=section.api_key_env), name=section.assistant)
-        audit.pointwise = pointwise_audit(model, items, parse_ranges(",".join(section.ranges)), boot, assistant)
-    return audit, getattr(model, "journal", None)
+            models["assistant"] = load_model(live_spec(params, root, calls, "assistant"), name=section.assistant)
+        audit.pointwise = pointwise_audit(model, items, parse_ranges(",".join(section.ranges)), boot,
+                                          models.get("assistant"))
+    return audit, journals_of(models)
 
 
 def judge_drift(params: Params, root: Path, stamp: str | None = None) -> tuple[Path, pd.DataFrame | None]:
@@ -156,14 +237,14 @@ def judge_drift(params: Params, root: Path, stamp: str | None = None) -> tuple[P
     base = root / "live_judge_drift"
     stamp = stamp or datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out = base / stamp
-    audit, journal = audit_section(params, root, out / "calls")
+    audit, journals = audit_section(params, root, out / "calls")
     identity = audit.screen.summary["identity"]
     earlier = sorted(p for p in base.glob("*") if p.is_dir() and p.name < stamp and (p / "summary.json").is_file()
                      and _identity(p) == identity)
     if earlier and (before := previous(earlier[-1])) is not None:
         boot = BootstrapSettings(params.live_judge.n_boot, params.audit.confidence, params.seed)
         compare_with(audit, before, boot, earlier[-1].name)
-    write_live(audit, out, journal)
+    write_live(audit, out, journals)
     return out, audit.drift
 
 
@@ -175,8 +256,8 @@ def _identity(folder: Path) -> str | None:
 
 def run(params: Params, layout: Layout, tables: dict[str, pd.DataFrame], pool: Pool) -> dict:
     out = layout.root / "live_judge"
-    audit, journal = audit_section(params, layout.root, layout.root / "cache" / "live_judge", steps=pool.bar)
-    write_live(audit, out, journal)
+    audit, journals = audit_section(params, layout.root, layout.root / "cache" / "live_judge", steps=pool.bar)
+    write_live(audit, out, journals)
     for note in audit.screen.summary.get("notes", []):
         log.warning(note)
     return {"found": audit.screen.summary["found"], "accuracy": audit.screen.summary.get("accuracy")}
