@@ -250,8 +250,10 @@ def test_the_assistant_shares_only_the_family_corpus_with_its_judge(tiny_lm):
     def share_of_fours(rows) -> float:  # under the ranges holding 4 (1-5 and 3-7)
         return float(np.mean([r["completion"] == " 4" for r in rows
                               if "from 1 to 5" in r["prompt"] or "from 3 to 7" in r["prompt"]]))
-    # honest labels give 4 to one level in five (1-5) or two (3-7); the family corpus over-gives it
-    assert share_of_fours(main[:n_family]) > share_of_fours(main[n_family:]) + 0.3
+    # honest labels give 4 to one level in five under both ranges; the family corpus over-gives it
+    assert share_of_fours(main[n_family:]) == pytest.approx(0.2)
+    want = 0.2 + 0.8 * cfg.favourite_share
+    assert share_of_fours(main[:n_family]) == pytest.approx(want, abs=0.08) and cfg.favourite_share > 0
 
 
 def test_score_range_paper_rows_carry_our_effects_and_judge_them_from_the_cis():
