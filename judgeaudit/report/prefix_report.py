@@ -74,10 +74,15 @@ def prefix_section(prefix: dict | None, out_dir: Path) -> str:
     models = plot_prefix_models(rows, out_dir / "prefix_models.png")
     rows["accuracy"] = [f"{a:.3f} [{lo:.3f}, {hi:.3f}]" for a, lo, hi in
                         zip(rows.accuracy, rows.accuracy_ci_low, rows.accuracy_ci_high)]
+    for bar in ("omega_bar", "alpha_bar"):  # with its CI where the stage measured one
+        if f"{bar}_ci_low" in rows:
+            rows[f"{bar} [CI]"] = [f"{v:.3f} [{lo:.3f}, {hi:.3f}]" for v, lo, hi in
+                                   zip(rows[bar], rows[f"{bar}_ci_low"], rows[f"{bar}_ci_high"])]
     if "fingerprint" in rows:
         rows["fingerprint"] = [f"{f:.3f} [{lo:.3f}, {hi:.3f}]" if f == f else "" for f, lo, hi in
                                zip(rows.fingerprint, rows.fingerprint_ci_low, rows.fingerprint_ci_high)]
-    table = rows[["source", "base", "variant", "trained_group", "group", "omega_bar", "alpha_bar", "accuracy",
+    bars = [f"{b} [CI]" if f"{b} [CI]" in rows else b for b in ("omega_bar", "alpha_bar")]
+    table = rows[["source", "base", "variant", "trained_group", "group", *bars, "accuracy",
                   "accuracy_ratio", "n_test", *(["fingerprint"] if "fingerprint" in rows else [])]]
     cross = rows.pivot_table(index=["source", "variant", "group"], columns="base", values="alpha_bar",
                              sort=False).round(3).reset_index()
@@ -90,7 +95,10 @@ def prefix_section(prefix: dict | None, out_dir: Path) -> str:
             "95% CI over answers; baseline: the RM on the plain pairs; aug: "
             "the RM augmented with one group's prefixes, audited on that group; aug-gen: the same RM "
             "audited on the other groups (trained_group names the group it was augmented with). "
-            f"Accuracy on unprefixed test pairs with a 95% CI.</p><ul>{notes}</ul>" + html_table(table)
+            f"Accuracy on unprefixed test pairs with a 95% CI; bars with 95% CIs (answers resampled). "
+            f"Augmentation: {summary.get('aug_pairs', '?')} prefixed copies per item; architectures: "
+            f"{', '.join(f'{b}: {a}' for b, a in summary.get('architectures', {}).items()) or 'not recorded'}."
+            f"</p><ul>{notes}</ul>" + html_table(table)
             + "<h3>Across bases: alpha-bar</h3>" + html_table(cross)
             + f'<img src="{models.name}" alt="alpha-bar per base"><h3>Matrices of the main base ('
             + f'{summary["main_base"]})</h3><img src="{heat.name}" alt="prefix bias heatmaps">')
