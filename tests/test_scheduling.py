@@ -26,7 +26,11 @@ def test_prefix_units_cost_by_items_and_weights(tmp_path: Path):
         (tmp_path / name / "model.safetensors").write_bytes(b"\0" * size)
     units = prefix.prefix_units(PARAMS)
     longest = sorted(units, key=lambda u: -prefix.unit_cost(PARAMS, *u, tmp_path))
-    assert longest[0] == ("synthetic", "student-c") and longest[-1] == ("synthetic", "student-a")
+    sizes = {"student-a": 100, "student-b": 300, "student-c": 900}
+    items = {"synthetic": PARAMS.prefix.n_items, "hh-rlhf": PARAMS.prefix.hh_rlhf.n_items}
+    weight = {u: items[u[0]] * sizes[u[1]] for u in units if u[1] in sizes}
+    # the costliest unit is the one with the most items times weights, the cheapest the fewest
+    assert longest[0] == max(weight, key=weight.get) and longest[-1] == min(weight, key=weight.get)
     hh, syn = (prefix.unit_cost(PARAMS, s, "student-b", tmp_path) for s in ("hh-rlhf", "synthetic"))
     assert hh / syn == PARAMS.prefix.hh_rlhf.n_items / PARAMS.prefix.n_items
 
