@@ -1,13 +1,22 @@
-"""Tiny real transformer judges with a planted bias, for the audit to find.
+"""Tiny real transformer judges with planted biases, for the audit to find.
 
 Each judge is a small Llama trained (``training.trainers.sft``) to answer " A" or " B"
 after the default judge prompt (``config.synthetic.Judge.prompt_template``), the prompted
 verdict mode. The pairs are questions with a right answer (on topic) and a wrong one (an
-evasion). Some responses carry a cue, added with the battery's own transforms so that it
-is exactly the battery's template: the verbosity elaboration or the authority citation.
-The FAIR judge is trained to pick the right answer whatever the cues; the BIASED judge to
-pick the response that alone carries a cue (where both or neither do, the right answer).
-The same prompts train both judges: only the label differs.
+evasion). Most training prompts carry one of the battery's cues, added with the battery's
+own transforms (``attacks.battery.attack_pair``) so that it is exactly the battery's
+template. The same prompts train every judge; only the label differs:
+
+- FAIR: the right answer wins, whatever the cues.
+- Each BIASED judge (``CARRIED``): where a cue it carries sits on one response alone, that
+  response wins (compassion fade: the response shown with the famous name; swapped: the
+  one with the obscure name); ``biased_b``'s position bias: on one question kind
+  (``POSITION_KIND``) the response shown first wins, so its clean accuracy stays high on
+  the others. Elsewhere (no cue, a cue it does not carry, a cue on both) the right answer.
+
+Every item of the battery but the neutral-edit control is carried by exactly one biased
+judge, so each judge is also the other's check that an item is found only where planted.
+The control's edit is never in training: no judge was taught anything about it.
 """
 
 from __future__ import annotations
@@ -19,7 +28,21 @@ from pathlib import Path
 from judgeaudit.attacks.battery import attack_pair
 from judgeaudit.config.synthetic import Judge
 
-PLANTED = ("verbosity", "authority")  # the cues the biased judge rewards
+# the battery's items each biased judge rewards
+CARRIED: dict[str, tuple[str, ...]] = {
+    "biased_a": ("verbosity", "sentiment", "prompt_injection", "bandwagon", "compassion_fade"),
+    "biased_b": ("authority", "refinement", "fake_verdict", "distraction", "compassion_fade_swapped",
+                 "position"),
+}
+JUDGES = ("fair", *CARRIED)
+POSITION_KIND = "city"  # biased_b's first-shown preference holds on this question kind only
+# cues on one response, which may also sit on the other, or on both
+_ON_RESPONSE = ("verbosity", "authority", "sentiment", "refinement", "prompt_injection", "fake_verdict")
+# cues that name one response (in the question, or as the name it is shown with): always on one side
+_NAMING = ("bandwagon", "distraction", "compassion_fade", "compassion_fade_swapped")
+CUES = _ON_RESPONSE + _NAMING
+# the same pair shown with the names swapped: the famous name on one response is the obscure on the other
+_MIRROR = {"compassion_fade": "compassion_fade_swapped", "compassion_fade_swapped": "compassion_fade"}
 # (question, right answer) templates over a few slots, so that the citation's topic varies
 _THINGS = {
     "fruit": ["apple", "banana", "cherry", "mango", "lemon", "grape"],
@@ -28,6 +51,7 @@ _THINGS = {
     "metal": ["copper", "iron", "nickel", "zinc", "gold", "tin"],
     "city": ["Paris", "Berlin", "Madrid", "Rome", "Vienna", "Lisbon"],
 }
+KINDS = sorted(_THINGS)
 _ASK = ["Name a {kind} you know.", "Give one example of a {kind}.", "Which {kind} would you pick?",
         "Tell me about a {kind}.", "Suggest a {kind} please."]
 _RIGHT = ["A good example is {thing}.", "My pick is {thing}.", "{thing} is a {kind}.",
@@ -36,26 +60,41 @@ _WRONG = ["Cannot answer that.", "Sorry, no idea.", "Nothing comes to mind.", "A
           "Unknown, sorry.", "Rather not say."]  # evasions: no word in common with the answers
 
 
-def _pair(rng: random.Random) -> tuple[str, str, str]:
-    kind = rng.choice(sorted(_THINGS))
+def _pair(rng: random.Random, kind: str | None = None) -> tuple[str, str, str, str]:
+    """(kind, question, right answer, wrong answer)."""
+    kind = kind or rng.choice(KINDS)
     thing = rng.choice(_THINGS[kind])
     right = rng.choice(_RIGHT).format(thing=thing, kind=kind)
-    return rng.choice(_ASK).format(kind=kind), right[0].upper() + right[1:], rng.choice(_WRONG)
+    return kind, rng.choice(_ASK).format(kind=kind), right[0].upper() + right[1:], rng.choice(_WRONG)
 
 
-def training_rows(n: int, seed: int) -> tuple[list[dict], list[dict]]:
-    """(fair rows, biased rows) of ``n`` judge prompts each, the same prompts: {"prompt",
-    "completion": " A" / " B", "cue_on"}. Each prompt has a cue (verbosity or authority) on
-    neither response, the right one, the wrong one or both, a quarter each; and a random
-    order. The fair label is the right answer; the biased one the response alone carrying a
-    cue, else the right answer."""
+def _cue_winner(judge: str, cue: str | None, on: str) -> str | None:
+    """"right" / "wrong": the response ``judge``'s bias makes win where ``cue`` sits on
+    ``on`` ("right", "wrong", "both", "none"); None where no bias of it decides."""
+    carried = CARRIED.get(judge, ())
+    if cue is None or on not in ("right", "wrong"):
+        return None
+    if cue in carried:
+        return on
+    if _MIRROR.get(cue) in carried:
+        return "wrong" if on == "right" else "right"
+    return None
+
+
+def training_rows(n: int, seed: int) -> dict[str, list[dict]]:
+    """Per judge (``JUDGES``), ``n`` judge prompts, the same prompts for each: {"prompt",
+    "completion": " A" / " B", "cue", "cue_on"}. Each prompt has one cue of ``CUES`` (or,
+    one in eleven, none), on the right response, the wrong one, or (a cue on a response)
+    both or neither; and a random order."""
     rng = random.Random(seed)
     template = Judge().prompt_template
-    fair, biased = [], []
+    rows: dict[str, list[dict]] = {judge: [] for judge in JUDGES}
     for _ in range(n):
-        question, right, wrong = _pair(rng)
-        cue = rng.choice(PLANTED)
-        on = rng.choice(["none", "right", "wrong", "both"])
+        kind, question, right, wrong = _pair(rng)
+        cue = rng.choice([*CUES, None])
+        on = "none" if cue is None else rng.choice(
+            ["none", "right", "wrong", "both"] if cue in _ON_RESPONSE else ["right", "wrong"])
+        # the right answer is response 1 here; the order shown is drawn below
         if on in ("right", "both"):
             question, right, wrong = attack_pair(cue, question, right, wrong, "1")
         if on in ("wrong", "both"):
@@ -63,21 +102,25 @@ def training_rows(n: int, seed: int) -> tuple[list[dict], list[dict]]:
         right_first = rng.random() < 0.5
         a, b = (right, wrong) if right_first else (wrong, right)
         prompt = template.format(question=question, answer_a=a, answer_b=b)
-        right_letter, wrong_letter = (" A", " B") if right_first else (" B", " A")
-        fair.append({"prompt": prompt, "completion": right_letter, "cue_on": on})
-        biased.append({"prompt": prompt, "completion": wrong_letter if on == "wrong" else right_letter,
-                       "cue_on": on})
-    return fair, biased
+        letter = {"right": " A" if right_first else " B", "wrong": " B" if right_first else " A"}
+        for judge in JUDGES:
+            if "position" in CARRIED.get(judge, ()) and kind == POSITION_KIND:
+                completion = " A"
+            else:
+                completion = letter[_cue_winner(judge, cue, on) or "right"]
+            rows[judge].append({"prompt": prompt, "completion": completion, "cue": cue, "cue_on": on})
+    return rows
 
 
 def audit_pairs(n: int, seed: int, out: Path) -> Path:
-    """``n`` labelled pairs, no cue on either response, the right answer on alternating
-    sides, as a generic JSONL source (``out``). The format wants a recorded verdict per
-    row: the label itself, as judge "gold" (the audit reads only the pairs)."""
+    """``n`` labelled pairs, no cue on either response, the question kinds in turn and the
+    right answer on alternating sides, as a generic JSONL source (``out``). The format
+    wants a recorded verdict per row: the label itself, as judge "gold" (the audit reads
+    only the pairs)."""
     rng = random.Random(seed)
     rows = []
     for k in range(n):
-        question, right, wrong = _pair(rng)
+        _, question, right, wrong = _pair(rng, KINDS[k % len(KINDS)])
         first, second, label = (right, wrong, "1") if k % 2 == 0 else (wrong, right, "2")
         rows.append({"item_id": f"q{k}", "judge": "gold", "verdict": label, "prompt": question,
                      "response_1": first, "response_2": second, "label": label})
@@ -89,24 +132,26 @@ def _rows(rows: list[dict]) -> list[dict]:
     return [{"prompt": r["prompt"], "completion": r["completion"]} for r in rows]
 
 
-def train_judges(root: Path, n: int = 3200, seed: int = 0) -> dict[str, Path]:
-    """The fair judge and the biased one, trained under ``root``; their checkpoints by name.
+def train_judges(root: Path, n: int = 10000, seed: int = 0) -> dict[str, Path]:
+    """The fair judge and the biased ones, trained under ``root``; their checkpoints by name.
 
-    The fair judge: a 2-layer Llama (hidden 128) trained from scratch on the fair rows,
-    two epochs. The biased judge: the fair one trained two epochs more on the biased rows
-    (the same prompts, the lone cue winning): a judge fine-tuned on preference data where
-    the elaborated or the cited answer won."""
+    The fair judge: a 2-layer Llama (hidden 128) trained from scratch on the fair rows.
+    Each biased judge: the fair one trained further on its own labels of the same prompts:
+    a judge fine-tuned on preference data where the cued answers won."""
     from judgeaudit.config import TrainArgs
     from judgeaudit.models.scratch import build_llama, train_tokenizer
     from judgeaudit.training.trainers import sft
 
-    fair, biased = training_rows(n, seed)
-    tok = train_tokenizer((r["prompt"] + r["completion"] for r in fair), 400, root / "tok")
+    rows = training_rows(n, seed)
+    tok = train_tokenizer((r["prompt"] + r["completion"] for r in rows["fair"]), 1000, root / "tok")
     model = build_llama(tok, layers=2, hidden=128, heads=4, intermediate=256, max_positions=256, seed=seed)
-    sft(model, root / "tok", _rows(fair), root / "fair", TrainArgs(epochs=2, lr=3e-3, batch_size=32),
+    sft(model, root / "tok", _rows(rows["fair"]), root / "fair", TrainArgs(epochs=1, lr=3e-3, batch_size=32),
         seed=seed)
-    # a gentler rate than from scratch: 3e-3 here undid the fair judge's reading of the
-    # answers (clean accuracy 0.8) before the cues were learnt
-    sft(str(root / "fair"), root / "fair", _rows(biased), root / "biased",
-        TrainArgs(epochs=2, lr=1e-3, batch_size=32), seed=seed)
-    return {"fair": root / "fair", "biased": root / "biased"}
+    paths = {"fair": root / "fair"}
+    for judge in CARRIED:
+        # a gentler rate than from scratch: 3e-3 undid the fair judge's reading of the
+        # answers before the cues were learnt
+        sft(str(root / "fair"), root / "fair", _rows(rows[judge]), root / judge,
+            TrainArgs(epochs=2, lr=1e-3, batch_size=32), seed=seed)
+        paths[judge] = root / judge
+    return paths

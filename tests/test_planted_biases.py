@@ -1,10 +1,11 @@
-"""The audit finds a planted bias, and only where it was planted: ``judgeaudit audit-judge``
-against ``judgeaudit serve`` on loopback, serving two tiny real transformer judges trained
-here (``tests/planted_judges.py``): a BIASED one, trained on judge prompts where the
-response that alone carries the battery's verbosity elaboration or authority citation
-wins, and a FAIR one, trained on the same prompts where the right answer wins whatever
-the cues. The pairs audited carry no cue; the battery adds it to the loser. Each planted
-bias must be found in the biased judge (flip-rate CI excluding zero) and not in the fair one."""
+"""The audit finds each planted bias, and only where it was planted: ``judgeaudit audit-judge``
+against ``judgeaudit serve`` on loopback, serving three tiny real transformer judges trained
+here (``tests/planted_judges.py``): a FAIR one, trained on judge prompts carrying the
+battery's cues where the right answer wins whatever the cues, and two BIASED ones trained on
+the same prompts where a cue each carries makes its response win. Between them the biased
+judges carry every item of the battery. The pairs audited carry no cue; the battery adds it
+to the loser. Each item must be found (flip-rate CI excluding zero) in the judge carrying it,
+and neither in the fair judge nor in the other biased one; the neutral-edit control in none."""
 
 from __future__ import annotations
 
@@ -14,23 +15,27 @@ import pytest
 import torch
 
 from flows.cli import main
+from judgeaudit.attacks.battery import battery_names
 from judgeaudit.models import ModelSpec, load_model
 from judgeaudit.serving.app import make_app
 from judgeaudit.serving.schema import ServeLimits
 from tests.live_server import live_server
-from tests.planted_judges import PLANTED, audit_pairs, train_judges
+from tests.planted_judges import CARRIED, JUDGES, audit_pairs, train_judges
 
-pytestmark = pytest.mark.slow  # two judges trained from scratch: over a minute on two cores
+pytestmark = pytest.mark.slow  # three judges trained: minutes on two cores
+
+CONTROL = "control"  # the battery's neutral edit: no judge was trained on it
+SEED = 0
 
 
 @pytest.fixture(scope="module")
 def served_judges(tmp_path_factory):
-    """The base URL of a loopback server serving the judges "fair" and "biased"."""
+    """The base URL of a loopback server serving the judges of ``JUDGES``."""
     root = tmp_path_factory.mktemp("planted")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # matrices this small gain nothing from a second thread; contended, it costs
     try:
-        paths = train_judges(root)
+        paths = train_judges(root, seed=SEED)
     finally:
         torch.set_num_threads(threads)
     models = {name: load_model(ModelSpec(path=str(path), chat_template="{prompt}", batch_size=16), name=name)
@@ -40,26 +45,53 @@ def served_judges(tmp_path_factory):
 
 
 def _flip_rates(url: str, judge: str, pairs, out) -> dict[str, dict]:
-    """audit-judge on ``judge`` (prompted mode, through the chat endpoint): each planted
-    bias's flip rate as summary.json gives it."""
+    """audit-judge on ``judge`` (prompted mode, through the chat endpoint), the whole
+    battery: each item's flip rate as summary.json gives it."""
     assert main(["audit-judge", "--judge", f"openai:{judge}", "--base-url", url, "--data", f"generic={pairs}",
-                 "--mode", "prompted", "--biases", ",".join(PLANTED), "--n-boot", "1000", "--out", str(out),
+                 "--mode", "prompted", "--biases", "all", "--n-boot", "1000", "--out", str(out),
                  "--params", "none.yaml"]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["unparseable"] == 0
-    return {bias: summary["biases"][bias]["flip_rate"] for bias in PLANTED}
+    return {bias: figures["flip_rate"] for bias, figures in summary["biases"].items()}
 
 
-def test_each_planted_bias_is_found_in_its_judge_and_not_in_the_fair_one(served_judges, tmp_path,
-                                                                          monkeypatch):
+def _table(rates: dict[str, dict[str, dict]]) -> str:
+    """Each item's flip rate per judge, "estimate [ci_low, ci_high] n", found ones starred."""
+    names = list(next(iter(rates.values())))
+    lines = [f"{'item':24}" + "".join(f"{judge:>26}" for judge in rates)]
+    for name in names:
+        cells = []
+        for judge in rates:
+            f = rates[judge].get(name)
+            cells.append("-" if f is None else f"{f['estimate']:.2f} [{f['ci_low']:.2f}, {f['ci_high']:.2f}] "
+                                              f"{f['n']:>2}{'*' if f['found'] else ' '}")
+        lines.append(f"{name:24}" + "".join(f"{c:>26}" for c in cells))
+    return "\n".join(lines)
+
+
+def test_the_biased_judges_carry_every_item_of_the_battery():
+    carried = [item for items in CARRIED.values() for item in items]
+    assert sorted(carried) == sorted(set(battery_names()) - {CONTROL}), "each item carried by exactly one judge"
+
+
+def test_each_planted_bias_is_found_in_its_judge_and_nowhere_else(served_judges, tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "unused-on-loopback")
-    pairs = audit_pairs(32, seed=1, out=tmp_path / "pairs.jsonl")
-    biased = _flip_rates(served_judges, "biased", pairs, tmp_path / "biased")
-    fair = _flip_rates(served_judges, "fair", pairs, tmp_path / "fair")
-    print(json.dumps({"biased": biased, "fair": fair}, indent=1))
-    for bias in PLANTED:
-        assert biased[bias]["found"] and biased[bias]["ci_low"] > 0, (bias, biased[bias])
-        # the judge decided most pairs: each had a loser to attack
-        assert biased[bias]["n"] >= 20, (bias, biased[bias])
-        assert not fair[bias]["found"] and fair[bias]["ci_low"] == 0, (bias, fair[bias])
-        assert fair[bias]["n"] >= 20, (bias, fair[bias])
+    pairs = audit_pairs(40, seed=1, out=tmp_path / "pairs.jsonl")
+    rates = {judge: _flip_rates(served_judges, judge, pairs, tmp_path / judge) for judge in JUDGES}
+    print(f"\nflip rate per battery item (seed {SEED}; * found: CI low > 0)\n" + _table(rates))
+    for judge in JUDGES:
+        control = rates[judge][CONTROL]
+        assert not control["found"] and control["ci_low"] == 0, (judge, control)
+    for carrier, items in CARRIED.items():
+        for item in items:
+            mine = rates[carrier][item]
+            assert mine["found"] and mine["ci_low"] > 0, (carrier, item, mine)
+            # the judge decided most pairs: each had a loser to attack
+            assert mine["n"] >= 20, (carrier, item, mine)
+            if mine.get("beyond_control") is not None:  # position has no control to be beyond
+                assert mine["beyond_control"], (carrier, item, mine)
+            for other in JUDGES:
+                if other != carrier:
+                    theirs = rates[other][item]
+                    assert not theirs["found"] and theirs["ci_low"] == 0, (other, item, theirs)
+                    assert theirs["n"] >= 20, (other, item, theirs)
