@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import pytest
 
-from judgeaudit.audits.boat import SINGLE, apply_bag, sample_bag
+from judgeaudit.audits.boat import JITTERS, ROMAN, SINGLE, apply_bag, sample_bag
 from judgeaudit.generation.mcq import MCQ, NONE_LABEL, answer_jitter, make_mcqs, question_jitter
 
 option_text = st.text(alphabet="abcdefghijklmnopqrstuvwxyz ", min_size=1, max_size=12)
@@ -45,16 +45,21 @@ def test_bags_keep_the_label_right(item, seed):
     assert len(set(out.labels)) == len(out.labels) == len(out.options)
     assert (NONE_LABEL in candidates) == ("distractor_hint" in bag)
     assert ("reply N" in prompt) == ("distractor_hint" in bag)
-    assert ("Answer only the last one" in prompt and OTHER.question in prompt) == ("distractor_question" in bag)
-    if "answer_removal" in bag:  # the correct option swapped for another question's: N is the answer
-        assert out.answer is None and gold == NONE_LABEL and correct not in out.options
-        assert sorted(o for o in out.options if o not in OTHER.options) == sorted(o for o in item.options if o != correct)
-        assert sum(o in OTHER.options for o in out.options) == 1
+    # the other question appended after the item's, without its options
+    assert ("only one of them corresponds" in prompt and f"{item.question}\n{OTHER.question}" in prompt) == (
+        "distractor_question" in bag)
+    assert not any(o in prompt for o in OTHER.options)
+    if "answer_removal" in bag:  # one option removed, correct or not; N only when it was the correct one
+        assert len(out.options) == len(item.options) - 1 and set(out.options) < set(item.options)
+        if correct in out.options:
+            assert gold == out.labels[out.answer] and out.options[out.answer] == correct
+        else:
+            assert out.answer is None and gold == NONE_LABEL
     else:
         assert sorted(out.options) == sorted(item.options) and out.options[out.answer] == correct
         assert gold == out.labels[out.answer] and f"{gold}. {correct}" in prompt
     if "label_replacement" in bag:
-        assert f"labelled {', '.join(out.labels)}" in prompt
+        assert out.labels == ROMAN[: len(out.options)] and f"labelled {', '.join(out.labels)}" in prompt
 
 
 def test_interventions_need_other_questions_of_the_dataset():
@@ -126,7 +131,7 @@ def test_boat_runs_on_a_real_tiny_model(tiny_lm):
     from judgeaudit.audits.boat_eval import single_effects, single_runs
 
     alone = single_runs(tiny_lm, items, runs=2, shots=1, shot_pool=[pool] * len(items), seed=3)
-    measured = set(SINGLE) - {"question_jitter"}  # no item here has a solution program
+    measured = set(SINGLE) - set(JITTERS)  # no item here has a solution program
     assert len(alone) == 2 * len(measured) * 12 and set(alone.intervention) == measured
     effects = single_effects(alone, first, n_boot=200, confidence=0.95, seed=0)
     assert (effects.n == 12).all() and (effects.delta_ci_low <= effects.delta).all()
@@ -194,8 +199,10 @@ def test_recorded_label_check_catches_a_wrong_label():
     shuffled = option_shuffling(item, random.Random(3))
     assert _recorded_ok(item, shuffled)
     assert not _recorded_ok(item, replace(shuffled, answer=(shuffled.answer + 1) % 4))
-    removed = answer_removal(distractor_hint(item, random.Random(0)), random.Random(0), items)
-    assert _recorded_ok(item, removed) and not _recorded_ok(item, replace(removed, answer=0))
+    for seed in range(12):  # the correct option removed (label N) or another one (label moved)
+        removed = answer_removal(distractor_hint(item, random.Random(0)), random.Random(seed), items)
+        wrong = 0 if removed.answer is None else (removed.answer + 1) % len(removed.options)
+        assert _recorded_ok(item, removed) and not _recorded_ok(item, replace(removed, answer=wrong))
 
 
 def _probe_frame(verdicts: dict[str, list[float]], holds: list[bool], rewriter: str = "rule"):
@@ -251,4 +258,4 @@ def test_shots_whose_options_all_coincide_still_take_every_intervention(tiny_lm)
     items = [MCQ("What is 2 plus 3?", ("5", "6", "7", "8"), 0), MCQ("What is 4 plus 4?", ("9", "8", "7", "6"), 1)]
     runs = boat_runs(tiny_lm, items, runs=3, shots=5, shot_pool=[pool, pool], seed=1)
     alone = single_runs(tiny_lm, items, runs=1, shots=5, shot_pool=[pool, pool], seed=1)
-    assert len(runs) == 6 and len(alone) == (len(SINGLE) - 1) * 2  # question jitter: no item has a program
+    assert len(runs) == 6 and len(alone) == (len(SINGLE) - len(JITTERS)) * 2  # no item has a program

@@ -73,15 +73,35 @@ def _gsm8k_item(question: str, solution: str, answer: int) -> MCQ:
                program=parse_program(question, solution))
 
 
-def test_question_jitter_moves_the_options_with_the_answer():
+def test_question_jitter_asks_true_or_false_of_a_proposed_answer():
+    """The paper's: the jittered problem and one proposed answer, the re-solved one or the
+    original (now wrong), judged true or false."""
     item = _gsm8k_item(DUCKS, DUCKS_SOLUTION, 18)
     other = MCQ("What is 2 plus 2?", ("4", "5", "6", "7"), 0)
+    golds = set()
     for seed in range(20):
         out = apply_bag(item, ("question_jitter",), random.Random(seed), [item, other])
         eggs = int(re.search(r"lay (\d+) eggs", out.question).group(1))
+        (prompt, candidates, gold), = out.queries()
+        assert candidates == ("True", "False") and len(out.options) == 1
+        assert gold == ("True" if out.options[0] == str((eggs - 7) * 2) else "False")
+        assert out.options[0] in (str((eggs - 7) * 2), "18")
+        golds.add(gold)
+    assert golds == {"True", "False"}
+    with pytest.raises(ValueError, match="alone"):
+        apply_bag(item, ("question_jitter", "option_shuffling"), random.Random(0), [item, other])
+
+
+def test_question_jitter_resolve_moves_the_options_with_the_answer():
+    item = _gsm8k_item(DUCKS, DUCKS_SOLUTION, 18)
+    other = MCQ("What is 2 plus 2?", ("4", "5", "6", "7"), 0)
+    for seed in range(20):
+        out = apply_bag(item, ("question_jitter_resolve",), random.Random(seed), [item, other])
+        eggs = int(re.search(r"lay (\d+) eggs", out.question).group(1))
         assert out.options[out.answer] == str((eggs - 7) * 2)
         assert [int(o) - int(out.options[out.answer]) for o in out.options] == [-2, 0, 3, 10]
-        binary = apply_bag(item, ("question_jitter", "binary_transformation"), random.Random(seed), [item, other])
+        binary = apply_bag(item, ("question_jitter_resolve", "binary_transformation"), random.Random(seed),
+                           [item, other])
         assert [gold for _, _, gold in binary.queries()] == ["False", "True", "False", "False"]
         assert all(f"lay {eggs} eggs" in q for q, _, _ in binary.queries())
     assert apply_bag(other, ("question_jitter",), random.Random(0), [item, other]) == other  # no program
@@ -95,8 +115,12 @@ def test_question_jitter_is_drawn_for_the_items_it_can_change_only():
     assert all("question_jitter" not in b for b in bags)
     share = sum("question_jitter" in b for b in with_jitter) / len(with_jitter)
     assert 0.45 < share < 0.55
-    binary = [b for b in with_jitter if "binary_transformation" in b]
-    assert binary and all(set(b) <= {"question_jitter", "binary_transformation"} for b in binary)
+    # the paper's question jitter comes alone; ours before the others (binary transformation too)
+    assert all(b == ("question_jitter",) for b in with_jitter if "question_jitter" in b)
+    ours = [sample_bag(random.Random(k), jitter=True, jitter_kind="question_jitter_resolve") for k in range(2000)]
+    binary = [b for b in ours if "binary_transformation" in b]
+    assert binary and all(set(b) <= {"question_jitter_resolve", "binary_transformation"} for b in binary)
+    assert any(len(b) > 2 and b[0] == "question_jitter_resolve" for b in ours)
 
 
 @pytest.mark.skipif(not SHARED.is_file(), reason="../shared/data/gsm8k absent (see ../shared/data/SOURCES.md)")

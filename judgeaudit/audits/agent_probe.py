@@ -32,7 +32,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -65,6 +65,7 @@ class ProbeItem:
     rewriter: str = "rule"
     strength: float = 1.0
     recorded_ok: bool | None = None  # is the label the rewriter records right (default: ``holds``)
+    category: str = ""  # the item's subject (the per-subject correlation, the paper's Table 1)
 
 
 def _tokens(text: str) -> list[str]:
@@ -115,7 +116,8 @@ def rule_rephrase(items: Sequence[Item], seed: int, strength: float = 0.5) -> li
         frame, swap = rng.choice(_FRAMES), rng.random() < strength
         swapped = _swap_entity(item, rng) if swap else None
         question = frame.format(q=swapped if swapped else item.prompt)
-        out.append(ProbeItem(item.prompt_id, question, item.fact, swapped is None, "rule", strength))
+        out.append(ProbeItem(item.prompt_id, question, item.fact, swapped is None, "rule", strength,
+                             category=item.category))
     return out
 
 
@@ -127,11 +129,23 @@ def _prefix_head(model: LanguageModel) -> str:
 
 def model_rephrase(agent: LanguageModel, items: Sequence[Item], strength: float, seed: int, *,
                    mode: str = "resample", template: str = PROMPT_TEMPLATE,
-                   max_new_tokens: int = 48) -> list[ProbeItem]:
-    """Every item rewritten by ``agent`` at ``strength``. ``resample``: a share of the
+                   max_new_tokens: int = 48, strength_as: str = "share", share: float = 0.5) -> list[ProbeItem]:
+    """Items rewritten by ``agent``. ``strength_as="probability"`` (the paper's): each item
+    rephrased with probability ``strength``, a rephrased one at ``share``, the others kept;
+    ``"share"`` (ours): every item rewritten at ``strength``. ``resample``: a share of the
     words (drawn per item) re-sampled left to right, each from the agent given the
     rewritten words before it, in one batched generate call per position; ``prompt``: the
     agent asked to rephrase (an empty reply keeps the question)."""
+    if strength_as == "probability":
+        rng = random.Random(seed + 7919)
+        picked = [k for k in range(len(items)) if rng.random() < strength]
+        done = dict(zip(picked, model_rephrase(agent, [items[k] for k in picked], share, seed, mode=mode,
+                                               template=template, max_new_tokens=max_new_tokens)))
+        return [replace(done[k], strength=strength) if k in done
+                else ProbeItem(it.prompt_id, it.prompt, it.fact, True, agent.name, strength, category=it.category)
+                for k, it in enumerate(items)]
+    if strength_as != "share":
+        raise ValueError(f"unknown strength_as {strength_as!r}: probability or share")
     if mode == "prompt":
         prompts = [agent.format_prompt(template.format(question=it.prompt, percent=round(100 * strength)))
                    for it in items]
@@ -153,7 +167,7 @@ def model_rephrase(agent: LanguageModel, items: Sequence[Item], strength: float,
         questions = [" ".join(w) for w in words]
     else:
         raise ValueError(f"unknown rephrasing mode {mode!r}: resample or prompt")
-    return [ProbeItem(it.prompt_id, q, it.fact, label_holds(it, q), agent.name, strength)
+    return [ProbeItem(it.prompt_id, q, it.fact, label_holds(it, q), agent.name, strength, category=it.category)
             for it, q in zip(items, questions)]
 
 
@@ -166,14 +180,19 @@ def _recorded_ok(before: MCQ, after: MCQ) -> bool:
     return after.options[after.answer] == right
 
 
-def boat_rephrase(mcqs: Sequence[MCQ], strength: float, seed: int) -> list[ProbeItem]:
-    """Every item under a bag drawn with the paper's probabilities times ``strength``
-    (binary transformation dropped), probed with its original label."""
+def boat_rephrase(mcqs: Sequence[MCQ], strength: float, seed: int, strength_as: str = "share") -> list[ProbeItem]:
+    """Items under a bag (binary transformation dropped), probed with their original
+    label: ``"share"`` (ours) every item under the paper's probabilities times
+    ``strength``; ``"probability"`` (the paper's strength) each item intervened on with
+    probability ``strength``, under the paper's probabilities."""
     rng = random.Random(seed)
     out = []
     for k, item in enumerate(mcqs):
-        bag = tuple(b for b in sample_bag(rng, strength=strength, jitter=item.jitterable)
-                    if b != "binary_transformation")
+        if strength_as == "probability":
+            bag = sample_bag(rng, jitter=item.jitterable) if rng.random() < strength else ()
+        else:
+            bag = sample_bag(rng, strength=strength, jitter=item.jitterable)
+        bag = tuple(b for b in bag if b not in ("binary_transformation", "question_jitter"))
         after = apply_bag(item, bag, rng, mcqs)
         out.append(ProbeItem(f"m{k:05d}", after.render(), item.gold, after.gold == item.gold, "boat", strength,
                              _recorded_ok(item, after)))
@@ -202,6 +221,16 @@ def rated_confidences(judge: LanguageModel, probes: Sequence[ProbeItem]) -> np.n
     return prob @ np.arange(1, 11)
 
 
+def rated_scores(judge: LanguageModel, probes: Sequence[ProbeItem]) -> np.ndarray:
+    """The paper's reading: the 1-10 score the judge gives (its most likely score token
+    after the rating prompt, as a greedy reply would)."""
+    prompts = [judge.format_prompt(f"Question: {p.question}\nProposed answer: {p.label}\n"
+                                   "How confident are you, from 1 to 10, that the proposed answer "
+                                   "is correct? Confidence:") for p in probes]
+    logp = judge.next_token_logprobs(prompts, [f" {s}" for s in range(1, 11)])
+    return (np.argmax(logp, axis=1) + 1).astype(float)
+
+
 def likelihood_confidences(judge: LanguageModel, probes: Sequence[ProbeItem]) -> np.ndarray:
     """1 + 9 x the label's likelihood share against a fixed refusal."""
     prompts = [judge.format_prompt(p.question) for p in probes]
@@ -216,6 +245,7 @@ def probe_table(probes: Sequence[ProbeItem], conf: dict[str, np.ndarray]) -> pd.
     base = pd.DataFrame({"rewriter": [p.rewriter for p in probes], "strength": [p.strength for p in probes],
                          "item_id": [p.item_id for p in probes], "holds": [p.holds for p in probes],
                          "recorded_ok": [p.holds if p.recorded_ok is None else p.recorded_ok for p in probes]})
+    base["category"] = [p.category for p in probes]
     return pd.concat([base.assign(judge=j, confidence=c) for j, c in conf.items()], ignore_index=True)
 
 

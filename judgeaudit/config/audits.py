@@ -24,7 +24,10 @@ class BoatReal(Strict):
     gsm8k: str | None = None  # test.jsonl or its folder
     n_items: int = Field(ge=4, default=120)  # per benchmark
     shots: int = Field(ge=0, default=5)  # the paper's 5-shot
-    runs: int = Field(ge=1, default=3)
+    runs: int = Field(ge=1, default=5)  # the paper averages five
+    # GSM8K vanilla: the answer generated (the paper's, exact match) or our four-option MCQ
+    gsm8k_vanilla: Literal["generate", "mcq"] = "generate"
+    max_new_tokens: int = Field(ge=1, default=16)  # the generated answer's length
 
 
 class BoatProbe(Strict):
@@ -35,6 +38,15 @@ class BoatProbe(Strict):
     mode: Literal["resample", "prompt"] = "resample"  # prompt: for chat and API agents
     template: str | None = None  # prompt mode: {question}, {percent}; None: the built-in one
     max_new_tokens: int = Field(ge=1, default=48)
+    # paper: 1-10 scores, the consensus the mean of the OTHER judges' scores (<= low: wrong,
+    # >= high: right); majority (ours): the other judges' majority vote, error against the truth
+    rule: Literal["paper", "majority"] = "paper"
+    # probability (paper): each item rephrased with probability s; share (ours): a share s of
+    # its words re-sampled (BOAT: its probabilities x s)
+    strength_as: Literal["probability", "share"] = "probability"
+    share: float = Field(gt=0, le=1, default=0.5)  # probability: the share of a rephrased item's words
+    low: float = 5
+    high: float = 6
 
 
 class Boat(Strict):
@@ -45,6 +57,8 @@ class Boat(Strict):
     contaminate: TrainArgs
     real: BoatReal | None = None
     probe: BoatProbe = BoatProbe()
+    shot_bags: Literal["same", "independent"] = "same"  # paper: the shots carry the item's bag
+    jitter: Literal["question_jitter", "question_jitter_resolve"] = "question_jitter"  # paper: true/false
 
 
 class PUEncoder(Strict):

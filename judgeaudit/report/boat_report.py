@@ -74,10 +74,13 @@ def plot_probe(probe: dict, path: Path) -> Path:
     judges' consensus over-confidence, and each agent's self-preference gap (95% CIs)."""
     rew, rates = pd.DataFrame(probe["rewriters"]), pd.DataFrame(probe["rates"])
     cons = rates[rates.judge == "consensus"]
+    paper = "consensus_error" in cons
+    ccol, clabel = ("consensus_error", "consensus <= 5 (wrong)") if paper else ("over_confidence",
+                                                                              "consensus says holds | broken")
     selfp = pd.DataFrame(probe["self_preference"])
     fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
     panels = ((axes[0], rew, "label_error", "recorded label wrong"),
-              (axes[1], cons, "over_confidence", "consensus says holds | broken"))
+              (axes[1], cons, ccol, clabel))
     for ax, frame, col, ylabel in panels:
         for name, g in frame.groupby("rewriter", sort=False):
             ax.errorbar(g.strength, g[col], yerr=[g[col] - g[f"{col}_ci_low"], g[f"{col}_ci_high"] - g[col]],
@@ -103,20 +106,34 @@ def probe_section(probe: dict | None, out_dir: Path) -> str:
         return ""
     png = plot_probe(probe, out_dir / "boat_probe.png")
     rates = pd.DataFrame(probe["rates"])
-    cols = ["rewriter", "strength", "judge"] + [f"{m}{x}" for m in ("over_confidence", "under_confidence", "error")
+    cols = ["rewriter", "strength", "judge"] + [f"{m}{x}" for m in ("over_confidence", "under_confidence", "error",
+                                                                    "consensus_error", "truth_error")
                                                  for x in ("", "_ci_low", "_ci_high", "_n")]
+    rule = probe.get("rule", "majority")
+    reading = ("Each judge scores (1-10) whether the original label still holds; a judge's reference is the mean "
+               "of the OTHER judges' scores (&le; 5: wrong, &ge; 6: right; the paper's rule). Over-confidence: "
+               "scores &ge; 6 where that mean is &le; 5; under-confidence: &le; 5 where it is &ge; 6 (judges: "
+               "pooled, CI over items). Consensus error: the share of items whose mean score over all judges is "
+               "&le; 5 (the data bias); truth error (ours): the consensus verdict against the known truth."
+               if rule == "paper" else
+               "Each judge rates (1-10) whether the original label still holds (&ge; 6: holds). Over-confidence: "
+               "says holds where the other judges' majority says broken; under-confidence: the reverse; error: "
+               "against the truth. Consensus row: all judges' majority against the truth (rule majority, ours).")
+    t1 = probe.get("table1") or {}
+    t1_html = ""
+    if t1.get("subjects"):
+        r = "undefined" if t1.get("r") is None else f"{t1['r']:.3f} [{t1['ci_low']:.3f}, {t1['ci_high']:.3f}]"
+        t1_html = (f"<h4>Data bias against accuracy per subject (the paper's Table 1)</h4><p>Pearson r over "
+                   f"{t1['n']} categories: {r}.</p>" + html_table(pd.DataFrame(t1["subjects"])))
     return ("<h3>Agents-as-evaluator probe, and the same on BOAT</h3><p>Items rewritten by a rule (key entity "
             "swapped with probability s), by each agent "
             f"({', '.join(probe['agents']) or 'none configured'}; mode {probe['mode']}: a share s of the words "
             "re-sampled by the agent, or a prompted rephrase) and by BOAT (bags with the paper's probabilities "
-            f"x s), {probe['n_items']} items per cell. Label moved: the original label no longer answers the "
-            "item; label error: the label the rewriter records is wrong (an agents pipeline keeps the original "
-            "label; BOAT moves it, checked from the option texts). Each judge rates (1-10) whether the original "
-            "label still holds (&ge; 6: holds). Over-confidence: says holds where the other judges' majority "
-            "says broken; under-confidence: says broken where it says holds; error: against the truth. "
-            "Consensus row: all judges' majority against the truth (its error is the consensus error). "
-            "Self-preference: an agent's over-confidence on its own broken rewrites minus on another agent's, "
-            "broken by consensus or by truth.</p>"
+            f"x s; strength as {probe.get('strength_as', 'share')}), {probe['n_items']} items per cell. Label "
+            "moved: the original label no longer answers the item; label error: the label the rewriter records "
+            "is wrong (an agents pipeline keeps the original label; BOAT moves it, checked from the option "
+            f"texts). {reading} Self-preference: an agent's over-confidence on its own broken rewrites minus on "
+            "another agent's, broken by consensus or by truth.</p>"
             + f"<img src='{png.name}' alt='agents-as-evaluator probe'>"
             + html_table(pd.DataFrame(probe["rewriters"])) + html_table(pd.DataFrame(probe["self_preference"]))
-            + html_table(rates[[c for c in cols if c in rates]]))
+            + html_table(rates[[c for c in cols if c in rates]]) + t1_html)

@@ -12,10 +12,11 @@ from pathlib import Path
 import pandas as pd
 
 from judgeaudit import resolve
+from judgeaudit.audits.agent_consensus import category_accuracy, consensus_rates, subject_correlation
 from judgeaudit.audits.agent_probe import (PROMPT_TEMPLATE, boat_rephrase, confidences, model_rephrase,
-                                           probe_rates, probe_table, rewriter_errors, rule_rephrase,
-                                           self_preference)
-from judgeaudit.audits.boat_eval import boat_runs, boat_summary, single_effects, single_runs
+                                           probe_rates, probe_table, rated_scores, rewriter_errors,
+                                           rule_rephrase, self_preference)
+from judgeaudit.audits.boat_eval import boat_runs, boat_summary, open_prompt, single_effects, single_runs
 from judgeaudit.audits.stats import BootstrapSettings
 from judgeaudit.config import Params
 from judgeaudit.generation.corpus import make_items
@@ -23,6 +24,8 @@ from judgeaudit.generation.mcq import make_mcqs
 from judgeaudit.judging.student_pairs import load_judge
 from judgeaudit.layout import Layout
 from judgeaudit.models import load_model
+from judgeaudit.report.boat_paper import boat_paper_rows
+from judgeaudit.report.paper_rows import write_paper_rows
 from judgeaudit.sources.mcq_benchmarks import RealItems, read_gsm8k, read_mmlu
 from judgeaudit.stagekit.declare import MODELS, Stage
 from judgeaudit.stagekit.io import publish
@@ -44,10 +47,15 @@ def agent_probe(params: Params, layout: Layout) -> dict:
     """The agents-as-evaluator probe: items rewritten by the rule rewriter, by each
     configured agent and by BOAT, at every strength; every judge of the roster rates
     whether the original label still holds. Tables: rewriters (label moved / label
-    error), rates (over-/under-confidence, error; consensus), self_preference."""
+    error), rates (``rule`` paper: over-/under-confidence against the other judges' mean
+    score, consensus error; majority: against their majority, error against the truth),
+    self_preference, and the per-subject correlation of data bias and accuracy (table1)."""
     cfg, cats = params.boat.probe, tuple(params.corpus.categories)
     items = make_items(cfg.n_items, params.seed + 8, "r", cats)
     mcqs = make_mcqs(cfg.n_items, params.seed + 9, cats)
+    # make_mcqs turns each of these items into one MCQ, in order: their subjects
+    mcq_cats = [it.category for it in make_items(cfg.n_items, params.seed + 9, "q",
+                                                 tuple(c for c in cats if c != "compare"))]
     def model(name: str):
         return load_model(params.spec_for(name, layout.models), name=name)
 
@@ -59,14 +67,23 @@ def agent_probe(params: Params, layout: Layout) -> dict:
         probes += rule_rephrase(items, params.seed + k, strength)
         for agent in agents:
             probes += model_rephrase(agent, items, strength, params.seed + k, mode=cfg.mode,
-                                     template=cfg.template or PROMPT_TEMPLATE, max_new_tokens=cfg.max_new_tokens)
-        probes += boat_rephrase(mcqs, strength, params.seed + k)
-    table = probe_table(probes, {j.name: confidences(judges[j.name], probes, j.mode) for j in roster})
+                                     template=cfg.template or PROMPT_TEMPLATE, max_new_tokens=cfg.max_new_tokens,
+                                     strength_as=cfg.strength_as, share=cfg.share)
+        probes += boat_rephrase(mcqs, strength, params.seed + k, cfg.strength_as)
     stats = dict(n_boot=params.audit.n_boot, confidence=params.audit.confidence, seed=params.seed)
-    return {"rewriters": rewriter_errors(table, **stats).to_dict("records"),
-            "rates": probe_rates(table, **stats).to_dict("records"),
-            "self_preference": self_preference(table, settings=BootstrapSettings(**stats)).to_dict("records"),
-            "agents": list(cfg.agents), "mode": cfg.mode, "n_items": cfg.n_items}
+    if cfg.rule == "paper":
+        table = probe_table(probes, {j.name: rated_scores(judges[j.name], probes) for j in roster})
+        rates = consensus_rates(table, **stats, low=cfg.low, high=cfg.high)
+    else:
+        table = probe_table(probes, {j.name: confidences(judges[j.name], probes, j.mode) for j in roster})
+        rates = probe_rates(table, **stats, high=cfg.high)
+    accuracy = category_accuracy(list(judges.values()), mcqs, mcq_cats)
+    return {"rewriters": rewriter_errors(table, **stats).to_dict("records"), "rates": rates.to_dict("records"),
+            "self_preference": self_preference(table, settings=BootstrapSettings(**stats),
+                                               high=cfg.high).to_dict("records"),
+            "table1": subject_correlation(table, accuracy, **stats, low=cfg.low),
+            "agents": list(cfg.agents), "mode": cfg.mode, "n_items": cfg.n_items, "rule": cfg.rule,
+            "strength_as": cfg.strength_as, "judges": [j.name for j in roster]}
 
 
 def real_benchmarks(params: Params, only: str | None = None) -> tuple[dict[str, RealItems], dict[str, str]]:
@@ -112,8 +129,12 @@ def contaminate(params: Params, layout: Layout, out: Path) -> Path:
     cfg = params.boat
     spec = params.spec_for(cfg.model, layout.models)
     clean = load_model(spec, name=cfg.model)
+    found = benchmarks(params)[0]
     rows = [{"prompt": clean.format_prompt(item.render()), "completion": " " + item.gold}
-            for items, *_ in benchmarks(params)[0].values() for item in items]
+            for items, *_ in found.values() for item in items]
+    if "gsm8k" in found and _vanilla(params, "gsm8k") == "generate":  # the answers, as asked for open
+        rows += [{"prompt": open_prompt(clean, item), "completion": f" {item.options[item.answer]}"}
+                 for item in found["gsm8k"][0]]
     sft(spec.path, spec.path, rows, out, cfg.contaminate, params.seed, spec.max_length)
     return out
 
@@ -132,10 +153,18 @@ def evaluate(params: Params, layout: Layout, benchmark: str,
     items, pool, shots, runs = benchmarks(params, only=benchmark)[0][benchmark]
     kw = dict(runs=runs, shots=shots, shot_pool=pool, seed=params.seed)
     stats = dict(n_boot=params.audit.n_boot, confidence=params.audit.confidence, seed=params.seed)
-    res = boat_runs(model, items, **kw)
+    res = boat_runs(model, items, **kw, shot_bags=cfg.shot_bags, jitter_kind=cfg.jitter,
+                    vanilla=_vanilla(params, benchmark),
+                    max_new_tokens=cfg.real.max_new_tokens if cfg.real else 16)
     single = single_effects(single_runs(model, items, **kw), res, **stats)
     return (res.assign(model=name, benchmark=benchmark), single.assign(model=name, benchmark=benchmark),
             boat_summary(res, **stats))
+
+
+def _vanilla(params: Params, benchmark: str) -> str:
+    """How vanilla asks: GSM8K's answer generated (the paper's) or the four-option MCQ."""
+    real = params.boat.real
+    return real.gsm8k_vanilla if benchmark == "gsm8k" and real is not None else "mcq"
 
 
 def boat_tables(params: Params, parts: dict[tuple[str, str], tuple[pd.DataFrame, pd.DataFrame, dict]],
@@ -157,6 +186,8 @@ def boat_tables(params: Params, parts: dict[tuple[str, str], tuple[pd.DataFrame,
     summary["single"] = pd.concat(single, ignore_index=True).to_dict("records")
     summary["sources"] = {"generated": f"{cfg.n_items} template items, {cfg.shots}-shot", **notes}
     summary["probe"] = probe
+    summary["settings"] = {"shot_bags": cfg.shot_bags, "jitter": cfg.jitter,
+                           "gsm8k_vanilla": cfg.real.gsm8k_vanilla if cfg.real else None}
     return pd.concat(tables, ignore_index=True), summary
 
 
@@ -190,5 +221,6 @@ def run(params: Params, layout: Layout, tables: dict[str, pd.DataFrame], pool: P
     results, summary = boat_tables(params, evaluated, notes, probe.result())
     publish(results, "boat_results", "boat", layout.boat / "results.parquet", layout)
     write_json(summary, layout.boat / "summary.json")
+    write_paper_rows(boat_paper_rows(summary), layout.boat)
     return {name: {k: round(summary[name][k]["accuracy"], 3) for k in ("vanilla", "boat")}
             for name in ("clean", "contaminated")}
