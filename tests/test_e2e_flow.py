@@ -71,14 +71,19 @@ def test_full_audit_flow(tiny_audit):
     assert list(scale.student_base) == ["student-mini", "student"] and scale.n_parameters.is_monotonic_increasing
     assert "Data mixing and model scale" in (first / "report/report.html").read_text()
     boat = report["boat"]
-    assert set(boat) == {"clean", "contaminated", "probe", "real", "single", "sources"} and boat["clean"]["runs"] == 2
+    assert set(boat) == {"clean", "contaminated", "probe", "real", "settings", "single", "sources"}
+    assert boat["clean"]["runs"] == 2
+    # the paper's definitions, recorded beside the figures they gave
+    assert boat["settings"] == {"shot_bags": "same", "jitter": "question_jitter", "gsm8k_vanilla": "generate"}
     assert sum(boat["clean"]["confusion"].values()) == 2 * 8
     assert set(boat["real"]) == {"mmlu", "gsm8k"} and boat["real"]["mmlu"]["clean"]["n_items"] == 6
     single = pd.DataFrame(boat["single"])
     assert set(single.benchmark) == {"generated", "mmlu", "gsm8k"}
-    # models x each intervention alone: six on every benchmark, question jitter on GSM8K only
-    assert len(single) == 2 * (6 + 6 + 7)
-    assert set(single[single.intervention == "question_jitter"].benchmark) == {"gsm8k"}
+    # models x each intervention alone: six on every benchmark; on GSM8K only, the paper's
+    # question jitter and ours (re-solved options) beside it
+    assert len(single) == 2 * (6 + 6 + 8)
+    for jitter in ("question_jitter", "question_jitter_resolve"):
+        assert set(single[single.intervention == jitter].benchmark) == {"gsm8k"}
     boat_rows = pd.read_parquet(first / "boat/results.parquet")
     assert len(boat_rows) == 2 * (2 * 8 + 6 + 6)  # models x (runs x generated + 1 run x real items)
     probe = boat["probe"]
@@ -91,8 +96,14 @@ def test_full_audit_flow(tiny_audit):
     assert (rewriters.loc["boat", "label_error"] == 0).all() and rewriters.loc[("boat", 1.0), "label_moved"] > 0
     assert rewriters.loc[("rule", 1.0), "label_error"] == 1.0 and (rewriters.label_error_n == 14).all()
     rates = pd.DataFrame(probe["rates"])
-    assert len(rates) == 8 * 7 and set(rates.judge) == {"gen-f", "gen-t", "inh-f", "inh-t", "sib-f", "sib-t", "consensus"}
-    assert rates.error.between(0, 1).all()
+    # six judges, their pooled row ("judges") and the consensus, per rewriter and strength
+    assert len(rates) == 8 * 8 and set(rates.judge) == {"gen-f", "gen-t", "inh-f", "inh-t", "sib-f", "sib-t",
+                                                        "judges", "consensus"}
+    shares = [c for c in rates if c.endswith(("confidence", "error"))]
+    assert shares and all(rates[c].dropna().between(0, 1).all() for c in shares)
+    consensus = rates[rates.judge == "consensus"]
+    assert consensus.consensus_error.notna().all() and consensus.over_confidence.isna().all()
+    assert rates[rates.judge != "consensus"].over_confidence_n.notna().all()
     gaps = pd.DataFrame(probe["self_preference"])
     assert len(gaps) == 2 * 2 * 2 and set(gaps.reference) == {"consensus", "truth"}  # agents x strengths x refs
     assert (first / "report/boat_probe.png").stat().st_size > 1000

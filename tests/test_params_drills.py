@@ -80,7 +80,7 @@ def test_a_params_file_that_is_not_utf8_is_refused_naming_the_file(tmp_path, cap
 
 @pytest.mark.parametrize("old,new,field,problem", [
     ("seed: 1234", 'seed: "1234"', "seed", "valid integer"),
-    ("  runs: 3", "  runs: true", "boat.runs", "valid integer"),
+    ("  runs: 5", "  runs: true", "boat.runs", "valid integer"),
     ("  confidence: 0.95", '  confidence: "0.95"', "audit.confidence", "valid number"),
     ("  confidence: 0.95", "  confidence: .nan", "audit.confidence", "finite number"),
     ("  n_boot: 2000", "  n_boot: 2000.0", "audit.n_boot", "valid integer"),
