@@ -240,9 +240,30 @@ class TransformersModel(LanguageModel):
         enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         ids = enc["input_ids"][-self.spec.max_length:]
         offsets = [s for s, _ in enc["offset_mapping"]][-len(ids):]
-        logp = torch.log_softmax(self._tail_logits([ids], [len(ids)])[0][:-1], dim=-1)
-        picked = logp.gather(-1, torch.tensor(ids[1:], device=logp.device)[:, None])[:, 0].tolist()
-        return self._token_text(ids), [None, *picked], offsets
+        return self._echo_rows([ids], [offsets])[0]
+
+    @torch.inference_mode()
+    def echo_logprobs_batch(self, texts: Sequence[str]
+                            ) -> list[tuple[list[str], list[float | None], list[int]]]:
+        """``echo_logprobs`` of each text, all in one forward pass (what a server's scoring
+        batcher runs). The batch is padded on the right (``_tail_logits``): causal attention
+        never looks from a row's tokens to the padding after them, and their positions count
+        from 0 as alone, so a row's log-probs do not depend on the other rows (to float
+        rounding). Its logits take rows x longest x vocabulary floats: the caller sizes it."""
+        enc = self.tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True)
+        seqs = [ids[-self.spec.max_length:] for ids in enc["input_ids"]]
+        offsets = [[s for s, _ in spans][-len(ids):] for ids, spans in zip(seqs, enc["offset_mapping"])]
+        return self._echo_rows(seqs, offsets)
+
+    def _echo_rows(self, seqs: list[list[int]], offsets: list[list[int]]
+                   ) -> list[tuple[list[str], list[float | None], list[int]]]:
+        """(tokens, log-prob of each given those before it, offsets) of each token list."""
+        out = []
+        for ids, offs, logits in zip(seqs, offsets, self._tail_logits(seqs, [len(s) for s in seqs])):
+            logp = torch.log_softmax(logits[:-1], dim=-1)
+            picked = logp.gather(-1, torch.tensor(ids[1:], device=logp.device)[:, None])[:, 0].tolist()
+            out.append((self._token_text(ids), [None, *picked], offs))
+        return out
 
     def prompt_tokens(self, prompt: str) -> int:
         return len(self._encode([prompt])[0])

@@ -11,5 +11,6 @@ The modules, each importing only those before it:
 - ``batching``: the engine, a loop decoding greedy requests in one running batch
   (continuous batching, ``judgeaudit.models.continuous``);
 - ``engine_process``: that engine in a process of its own;
+- ``scoring_batch``: echoed prompts' log-probs, scored in one forward pass as they wait;
 - ``app``: the HTTP app, which validates requests and hands them to the engine.
 """

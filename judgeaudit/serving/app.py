@@ -5,9 +5,10 @@ validates every field (400 naming the field, in OpenAI's error shape), caps
 template, refuses a prompt longer than the model's context unless told to truncate (and
 then says how many tokens it cut), and hands each request to the engine
 (``judgeaudit.serving.batching``): a thread of this process, or, as ``judgeaudit serve``
-runs it, a process of its own (``judgeaudit.serving.engine_process``). Prompts are
-formatted and tokenised in worker threads, never on the event loop, so that a long one
-keeps no other client waiting."""
+runs it, a process of its own (``judgeaudit.serving.engine_process``). An echoed prompt's
+log-probs are scored in one forward pass with the others waiting beside it
+(``judgeaudit.serving.scoring_batch``). Prompts are formatted and tokenised in worker
+threads, never on the event loop, so that a long one keeps no other client waiting."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from judgeaudit.serving.batching import Batcher, Job
 from judgeaudit.serving.engine_process import EngineProcess
 from judgeaudit.serving.guard import Guard, openai_error
 from judgeaudit.serving.schema import ChatRequest, CompletionRequest, ServeLimits
+from judgeaudit.serving.scoring_batch import Echo, ScoreJob, ScoringBatcher
 
 
 class FieldError(HTTPException):
@@ -87,6 +89,7 @@ def make_app(models: dict[str, TransformersModel], limits: ServeLimits | None = 
     else:
         batcher = Batcher(models, limits)
     app.state.batcher = batcher
+    scorer = app.state.scorer = ScoringBatcher(models, limits, batcher.model_lock)
 
     @app.exception_handler(StarletteHTTPException)  # Starlette's too: 404, 405, a body it cannot parse
     def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:  # the body OpenAI clients read
@@ -167,6 +170,26 @@ def make_app(models: dict[str, TransformersModel], limits: ServeLimits | None = 
                 batcher.cancel(job)  # the batch stops generating for it
                 raise HTTPException(499, detail="client closed the request")
 
+    async def score(request: Request, jobs: list[ScoreJob]) -> list[Echo]:
+        """Each prompt's (tokens, log-probs, offsets), scored in a pass with the prompts of
+        whatever other requests wait beside them (a request's list of prompts: a pass's
+        worth at a time, so that a long list fits the queue); a client that hangs up leaves
+        the queue."""
+        echoes, step = [], max(1, min(limits.max_score_batch, limits.max_queue))
+        for start in range(0, len(jobs), step):
+            chunk = jobs[start:start + step]
+            futures = [asyncio.wrap_future(f) for f in scorer.submit(chunk)]  # a 503 where the queue is full
+            while True:
+                _, pending = await asyncio.wait(futures, timeout=0.1)
+                if not pending:
+                    break
+                if await request.is_disconnected():
+                    for job in chunk:
+                        scorer.cancel(job)
+                    raise HTTPException(499, detail="client closed the request")
+            echoes += [f.result() for f in futures]
+        return echoes
+
     @app.get("/v1/models")
     def list_models() -> dict:
         return {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "judgeaudit"}
@@ -177,24 +200,21 @@ def make_app(models: dict[str, TransformersModel], limits: ServeLimits | None = 
         model = get(req.model)
         check_request(req.max_tokens, req.n, "logprobs", req.logprobs)
         prompts = [req.prompt] if isinstance(req.prompt, str) else req.prompt
-        choices, truncated, seen, generated = [], 0, 0, 0
-        for k, prompt in enumerate(prompts):
-            tokens, cut = await measure(model, prompt, req.max_tokens)
-            seen, truncated = seen + tokens, truncated + cut
+        measured = [await measure(model, prompt, req.max_tokens) for prompt in prompts]
+        echoes: list[Echo | None] = [None] * len(prompts)
+        if req.echo and req.logprobs is not None:
+            echoes = await score(request, [ScoreJob(req.model, p, n) for p, (n, _) in zip(prompts, measured)])
+        choices, generated = [], 0
+        for k, (prompt, echo) in enumerate(zip(prompts, echoes)):
             text, steps = "", []
             if req.max_tokens > 0:
                 text, steps = await run(request, Job(req.model, prompt, req.max_tokens, req.temperature,
                                                       req.seed or 0, req.logprobs or 0))
-            echo = None
-            if req.echo and req.logprobs is not None:
-                def score(prompt: str = prompt) -> tuple:
-                    with batcher.model_lock:
-                        return model.echo_logprobs(prompt)
-                echo = await asyncio.to_thread(score)
             generated += len(steps)
             choices.append(_completion_choice(k, prompt, req, text, steps, echo))
         return {"id": f"cmpl-{uuid.uuid4().hex}", "object": "text_completion", "created": int(time.time()),
-                "model": req.model, "choices": choices, "usage": _usage(seen, generated, truncated)}
+                "model": req.model, "choices": choices,
+                "usage": _usage(sum(n for n, _ in measured), generated, sum(cut for _, cut in measured))}
 
     @app.post("/v1/chat/completions")
     async def chat(req: ChatRequest, request: Request) -> dict:

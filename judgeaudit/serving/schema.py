@@ -94,7 +94,9 @@ class ServeLimits:
     max_batch: int = 16  # requests decoding together in the running batch
     max_queue: int = 64  # requests waiting or running; beyond: 503
     truncate: bool = False  # a prompt longer than the context: 400, or cut from the left and reported
-    batch_wait_ms: float = 30.0  # how long a request may wait for others to share its prefill
+    batch_wait_ms: float = 30.0  # how long a request may wait for others to share its prefill or scoring pass
+    max_score_batch: int = 16  # echoed prompts scored in one forward pass (1: one at a time)
+    score_batch_tokens: int = 4096  # padded tokens (rows x longest) of a scoring pass; a longer prompt: alone
     # the largest request body: ample for a long context's prompt (128k tokens are about
     # 0.5 MB of text) or a list of prompts; beyond it a 413 before the body is read
     max_body_bytes: int = 8 * 2 ** 20
