@@ -113,10 +113,16 @@ def test_full_audit_flow(tiny_audit):
     assert {r["attack"] for r in pu["attack_flip_rates"]} == set(ATTACKS)
     assert all(0 <= r["n_excluded"] < 14 and r["n_pairs"] <= 14 - r["n_excluded"] for r in pu["consistency"])
     sens = pd.DataFrame(pu["sensitivity"])
-    assert set(sens.p_ratio) == {0.1, 0.2, 0.3} and set(sens.m_scale) == {0.8, 1.0, 1.2}
-    assert len(sens) == 9 * 6 * (1 + len(ATTACKS))  # the sweep, per judge and condition, inside the stage
+    # the paper's two sweeps, the share verified (m estimated) and the transport mass m
+    grid = {0.01, 0.1, 0.3, 0.5, 0.7, 0.9, 0.99}
+    assert set(sens.sweep) == {"p_ratio", "m"} and set(sens[sens.sweep == "p_ratio"].p_ratio) == grid
+    assert set(sens[sens.sweep == "m"].m.round(2)) == grid
+    assert len(sens) == 2 * 7 * 6 * (1 + len(ATTACKS))  # the sweeps, per judge and condition, in the stage
     encoders = pd.DataFrame(pu["encoders"])
-    assert len(encoders) == 2 * len(conditions) and encoders.encoder.nunique() == 2  # MiniLM and gen-f (last)
+    # MiniLM under the paper's and our definitions, and gen-f's last hidden state under the paper's
+    variants = encoders.groupby(["encoder", "definitions"]).size()
+    assert len(encoders) == 3 * len(conditions) and len(variants) == 3 and (variants == len(conditions)).all()
+    assert set(encoders.definitions) == {"paper", "ours"} and encoders.suspect_auc.between(0, 1).all()
     for png in ("radar", "sensitivity", "scores_clean"):
         assert (first / f"report/pu_{png}.png").stat().st_size > 1000
     assert "PU audit of the judges" in (first / "report/report.html").read_text()

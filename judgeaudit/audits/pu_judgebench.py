@@ -34,13 +34,13 @@ def judgebench_pu_audit(root: str | Path | pd.DataFrame, encoder: Encoder, cfg: 
         emb_a = np.stack([vectors[t] for t in texts_for(frame, "response_a")])
         emb_b = np.stack([vectors[t] for t in texts_for(frame, "response_b")])
         z = improvement_vectors(emb_a, emb_b, frame["verdict"])
-        results = run_pu_audit(frame, z, cfg)
+        results = run_pu_audit(frame, z, cfg, pairs=(emb_a, emb_b))
         coords = pca_2d(z)
         proj = pd.DataFrame({"pair_id": frame["pair_id"], "pc1": coords[:, 0], "pc2": coords[:, 1]})
         per_item.append(results.merge(proj, on="pair_id").assign(judge=judge))
         tables.append(consistency_table(results, n_boot=n_boot, confidence=confidence,
                                         seed=cfg.seed).assign(judge=judge))
         if sensitivity:
-            sens.append(pu_sensitivity(frame, z, cfg, confidence=confidence).assign(judge=judge))
+            sens.append(pu_sensitivity(frame, z, cfg, confidence=confidence, pairs=(emb_a, emb_b)).assign(judge=judge))
     return (pd.concat(tables, ignore_index=True), pd.concat(sens, ignore_index=True) if sens else pd.DataFrame(),
             pd.concat(per_item, ignore_index=True))

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from judgeaudit.audits.pu_audit import (
+    Pairs,
     PUConfig,
     audit_split,
     consistency_table,
@@ -72,7 +73,7 @@ def binary_items(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def self_check(frame: pd.DataFrame, z: np.ndarray, cfg: PUConfig, settings: BootstrapSettings,
-               folds: int = 5) -> dict:
+               folds: int = 5, pairs: Pairs | None = None) -> dict:
     """Gain of the adjustment on held-out verified pairs, with its CI and a plain verdict."""
     rng = np.random.default_rng(cfg.seed)
     human = frame["human"].to_numpy()
@@ -88,7 +89,7 @@ def self_check(frame: pd.DataFrame, z: np.ndarray, cfg: PUConfig, settings: Boot
             fit[held] = False
             if not fit.any():
                 continue
-            adjusted = audit_split(frame, z, fit, cfg).set_index("pair_id")["adjusted"]
+            adjusted = audit_split(frame, z, fit, cfg, pairs=pairs).set_index("pair_id")["adjusted"]
             for i in held:
                 pid = frame["pair_id"].iat[i]
                 raw_hits.setdefault(pid, []).append(frame["verdict"].iat[i] == human[i])
@@ -126,10 +127,10 @@ def pu_audit_verdicts(table: pd.DataFrame, embed: Callable[[list[str]], np.ndarr
         emb_a = np.stack([vectors[t] for t in texts_for(frame, "response_a")])
         emb_b = np.stack([vectors[t] for t in texts_for(frame, "response_b")])
         z = improvement_vectors(emb_a, emb_b, frame["verdict"])
-        results = run_pu_audit(frame, z, cfg)
+        results = run_pu_audit(frame, z, cfg, pairs=(emb_a, emb_b))
         cons = consistency_table(results, n_boot=settings.n_boot, confidence=settings.confidence,
                                  seed=settings.seed)
-        check = self_check(frame, z, cfg, settings, folds)
+        check = self_check(frame, z, cfg, settings, folds, pairs=(emb_a, emb_b))
         cons = cons.assign(**dict(zip(GROUP, key)))
         for col, value in check.items():
             cons[col] = np.where(cons["qtype"] == "all", value, None) if isinstance(value, str) else \

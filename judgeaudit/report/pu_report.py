@@ -12,7 +12,10 @@ from matplotlib.collections import LineCollection  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from judgeaudit.audits.pu_audit import suspect_auc  # noqa: E402
+from judgeaudit.audits.stats import mean_ci  # noqa: E402
 from judgeaudit.report.format import copy_images, html_table  # noqa: E402
+from judgeaudit.report.paper_rows import paper_row  # noqa: E402
 from judgeaudit.tables import write_json, write_table  # noqa: E402
 
 
@@ -123,25 +126,69 @@ def plot_radar(table: pd.DataFrame, path: Path) -> Path:
 
 def plot_sensitivity(sens: pd.DataFrame, path: Path) -> Path:
     """Mean gain of the adjustment (Cons_adj - Cons_orig, over judges) against the share
-    of verified pairs, one line per transport-fraction scale; a panel per condition."""
+    of verified pairs (m estimated) and against the transport mass m (at the set share),
+    the paper's two sweeps; a line per condition."""
+    fig, axes = plt.subplots(1, 2, figsize=(7.0, 3.0), squeeze=False, sharey=True)
     conditions = list(dict.fromkeys(sens["condition"])) if "condition" in sens else [None]
-    fig, axes = plt.subplots(1, len(conditions), figsize=(3.4 * len(conditions), 3.0), squeeze=False,
-                             sharey=True)
     gain = sens.assign(gain=sens["cons_adj"] - sens["cons_orig"])
-    for ax, condition in zip(axes[0], conditions):
-        sub = gain if condition is None else gain[gain.condition == condition]
-        for m_scale, g in sub.groupby("m_scale"):
-            mean = g.groupby("p_ratio")["gain"].mean()
-            ax.plot(mean.index, mean.to_numpy(), marker="o", label=f"m x {m_scale:g}")
+    for ax, (sweep, x, label) in zip(axes[0], (("p_ratio", "p_ratio", "p_ratio (share verified)"),
+                                               ("m", "m", "transport mass m"))):
+        for condition in conditions:
+            sub = gain[gain.sweep == sweep]
+            sub = sub if condition is None else sub[sub.condition == condition]
+            mean = sub.groupby(x)["gain"].mean()
+            ax.plot(mean.index, mean.to_numpy(), marker="o", label=condition or "all judges")
         ax.axhline(0, color="black", lw=0.8, ls="--")
-        ax.set_title(condition or "all judges", fontsize=9)
-        ax.set_xlabel("p_ratio (share verified)")
+        ax.set_xlabel(label)
     axes[0, 0].set_ylabel("Cons_adj - Cons_orig")
     axes[0, 0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+PAPER = "PU audit (Zhang et al., 2026, arXiv 2606.19057)"
+OVERLAY = "pu (params-gpu.yaml)"
+
+
+def _pooled_gain(items: pd.DataFrame, seed: int, n_boot: int, confidence: float):
+    """Adjusted minus raw agreement per (judge, pair), averaged over its splits, with a CI."""
+    g = items.assign(g=(items["adjusted"] == items["human"]).astype(float) - (items["verdict"] == items["human"]))
+    per = g.groupby(["judge", "pair_id"])["g"].mean().to_numpy()
+    return mean_ci(per, n_boot=n_boot, confidence=confidence, seed=seed)
+
+
+def pu_paper_rows(items: pd.DataFrame, sens: pd.DataFrame, *, definitions: str, seed: int, n_boot: int,
+                  confidence: float) -> list[dict]:
+    """The Papers rows of the embedded PU audit: the agreement gain clean and under each
+    attack (the paper's Table 5 and attack tables), s_j's AUC for wrong verdicts, and the
+    m sweep's ends (the collapse at small m)."""
+    how = (f"embedded judges on known-quality pairs (correct vs degraded answer) in place of human-labelled "
+           f"MT-Bench / Chatbot Arena pairs; MiniLM in place of a reward model's embedding; {definitions} "
+           f"definitions")
+    rows = []
+    for condition, sub in items.groupby("condition", sort=False):
+        est = _pooled_gain(sub, seed, n_boot, confidence)
+        rows.append(paper_row(PAPER, "Table 5" if condition == "clean" else "attack robustness",
+                              f"agreement gain after correction (Cons_adj - Cons_orig), {condition}",
+                              ours=est.estimate, ci_low=est.ci_low, ci_high=est.ci_high, n=est.n,
+                              differs=how + "; paper's figure not read offline (issue 67 quotes +1.4 to +3.7 "
+                              "points for Table 5)", overlay=OVERLAY))
+    clean = items[items.condition == "clean"] if "condition" in items else items
+    auc = suspect_auc(clean.assign(pair_id=clean["judge"] + "/" + clean["pair_id"].astype(str)),
+                      n_boot=n_boot, confidence=confidence, seed=seed)
+    rows.append(paper_row(PAPER, "confidence estimates", "AUC of a low s_j for a wrong verdict, clean",
+                          ours=auc["auc"], ci_low=auc["auc_ci_low"], ci_high=auc["auc_ci_high"], n=auc["n"],
+                          differs=how + "; not read offline", overlay=OVERLAY))
+    msweep = sens[(sens.sweep == "m") & (sens.condition == "clean")] if "condition" in sens else sens[sens.sweep == "m"]
+    for m in (msweep["m"].min(), msweep["m"].max()) if len(msweep) else ():
+        at = msweep[np.isclose(msweep["m"], m)]
+        rows.append(paper_row(PAPER, "m sweep (sensitivity)", f"agreement gain at m = {m:g}, clean, mean over judges",
+                              ours=float(at["gain"].mean()), n=int(at["n_pairs"].sum()),
+                              ci_low=float(at["gain_ci_low"].mean()), ci_high=float(at["gain_ci_high"].mean()),
+                              differs=how + "; CI: the judges' CIs averaged; not read offline", overlay=OVERLAY))
+    return rows
 
 
 def write_pu_report(table: pd.DataFrame, sensitivity: pd.DataFrame, items: pd.DataFrame, eta: float,
@@ -191,18 +238,23 @@ def pu_section(pu: dict | None, out_dir: Path) -> str:
             + "<h3>Attack flip rates</h3>" + html_table(pd.DataFrame(pu["attack_flip_rates"])))
     if pu.get("sensitivity"):
         sens = pd.DataFrame(pu["sensitivity"]).assign(gain=lambda d: d.cons_adj - d.cons_orig)
-        grid = sens.pivot_table(index=["condition", "p_ratio"], columns="m_scale", values="gain").round(3)
-        grid.columns = [f"gain, m x {m:g}" for m in grid.columns]
-        text += ("<h3>Sensitivity: share verified (p_ratio) x transport fraction (m scale)</h3><p>Mean over "
-                 "judges of Cons_adj - Cons_orig.</p>" + html_table(grid.reset_index()))
+        sens["at"] = np.where(sens["sweep"] == "m", sens["m"], sens["p_ratio"])
+        grid = sens.pivot_table(index=["sweep", "at"], columns="condition", values="gain", sort=False).round(3)
+        text += ("<h3>Sensitivity: share verified (p_ratio, m estimated) and transport mass m (at the set "
+                 "share), 0.01 to 0.99 as the paper sweeps</h3><p>Mean over judges of Cons_adj - Cons_orig.</p>"
+                 + html_table(grid.reset_index()))
     if pu.get("encoders"):
         enc = pd.DataFrame(pu["encoders"])
         orig = enc.groupby(["judge", "condition"], sort=False)["cons_orig"].first().rename("cons_orig")
+        if "definitions" in enc:
+            enc["encoder"] = enc["encoder"] + ", " + enc["definitions"] + " definitions"
         enc = pd.concat([orig, enc.pivot_table(index=["judge", "condition"], columns="encoder", values="cons_adj",
                                                sort=False)], axis=1).round(3)
-        text += ("<h3>Encoder comparison</h3><p>Cons_adj (all question types) with each encoder F(x, o) on the "
-                 "same verdicts: the shipped MiniLM (mean pooling) against a decoder read at its last token, "
-                 "as a reward model reads a response.</p>" + html_table(enc.reset_index()))
+        text += ("<h3>Encoder and definitions comparison</h3><p>Cons_adj (all question types) with each encoder "
+                 "F(x, o) on the same verdicts: the shipped MiniLM (mean pooling) under the paper's definitions "
+                 "(P-core on the winner's embedding, every labelled pair a positive) and ours (P-core on z, only "
+                 "pairs the judge got right), and a decoder read at its last token, as a reward model reads a "
+                 "response.</p>" + html_table(enc.reset_index()))
     if pu.get("plots") and pu.get("dir"):
         text += copy_images(pu["plots"], Path(pu["dir"]), out_dir, "pu_")
     return text

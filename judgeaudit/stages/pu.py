@@ -12,6 +12,7 @@ the attack cost."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -19,8 +20,8 @@ import pandas as pd
 
 from judgeaudit import resolve
 from judgeaudit.attacks.presentation import ATTACKS
-from judgeaudit.audits.pu_audit import (PUConfig, consistency_table, improvement_vectors, pca_2d,
-                                        run_pu_audit, sensitivity as pu_sensitivity)
+from judgeaudit.audits.pu_audit import (OURS, PAPER, PUConfig, consistency_table, improvement_vectors, pca_2d,
+                                        run_pu_audit, sensitivity as pu_sensitivity, suspect_auc)
 from judgeaudit.audits.pu_verdicts import one_verdict
 from judgeaudit.audits.stats import mean_ci
 from judgeaudit.config import Params
@@ -28,7 +29,8 @@ from judgeaudit.generation.corpus import degrade, make_items
 from judgeaudit.generation.styles import STYLES, render
 from judgeaudit.judging.student_pairs import attack_losers, judge_pairs, load_judge
 from judgeaudit.layout import Layout
-from judgeaudit.report.pu_report import default_plots
+from judgeaudit.report.paper_rows import write_paper_rows
+from judgeaudit.report.pu_report import default_plots, pu_paper_rows
 from judgeaudit.stagekit.declare import MODELS, Stage
 from judgeaudit.stagekit.io import publish, write
 from judgeaudit.stagekit.pool import Pool
@@ -135,22 +137,26 @@ def audit_frames(frames: dict[tuple[str, str], pd.DataFrame], encoder: Encoder, 
     ``details``: also the per-item results and the sensitivity sweep."""
     embed = _embedder(encoder)
     tables, items, sens = [], [], []
-    vectors = {key: improvement_vectors(embed(f.prompt, f.response_a), embed(f.prompt, f.response_b), f["verdict"])
-               for key, f in frames.items()}
+    pairs = {key: (embed(f.prompt, f.response_a), embed(f.prompt, f.response_b)) for key, f in frames.items()}
+    vectors = {key: improvement_vectors(*pairs[key], f["verdict"]) for key, f in frames.items()}
     for (judge, condition), frame in frames.items():
-        z, verified = vectors[judge, condition], None
+        z, verified, emb = vectors[judge, condition], None, pairs[judge, condition]
         if condition != "clean":
             clean = frames[judge, "clean"]
             at = pd.Index(clean["pair_id"]).get_indexer(frame["pair_id"])
             verified = (clean.iloc[at].reset_index(drop=True), vectors[judge, "clean"][at])
-        results = run_pu_audit(frame, z, cfg, verified)
+            emb = tuple(e[at] for e in pairs[judge, "clean"])  # the positives' source: the clean pairs
+        results = run_pu_audit(frame, z, cfg, verified, emb)
         key = dict(judge=judge, condition=condition)
-        tables.append(consistency_table(results, **stats).assign(**key, n_excluded=int(frame["n_excluded"].iat[0])))
+        tables.append(consistency_table(results, **stats).assign(
+            **key, n_excluded=int(frame["n_excluded"].iat[0]),
+            **{f"suspect_{k}": v for k, v in suspect_auc(results, **stats).items() if k != "n"}))
         if details:
             coords = pca_2d(z)
             items.append(results.merge(pd.DataFrame({"pair_id": frame["pair_id"], "pc1": coords[:, 0],
                                                      "pc2": coords[:, 1]}), on="pair_id").assign(**key))
-            sens.append(pu_sensitivity(frame, z, cfg, confidence=stats["confidence"], verified=verified).assign(**key))
+            sens.append(pu_sensitivity(frame, z, cfg, confidence=stats["confidence"], verified=verified,
+                                       pairs=emb).assign(**key))
     cat = (lambda parts: pd.concat(parts, ignore_index=True) if parts else pd.DataFrame())
     return cat(tables), cat(items), cat(sens)
 
@@ -163,15 +169,23 @@ def pu_stage(params: Params, layout: Layout, judges: list[str] | None = None) ->
     from judgeaudit.models.encoder import Encoder  # torch: only where the audit embeds
 
     cfg = params.pu
-    pu_cfg = PUConfig(p_ratio=cfg.p_ratio, eta=cfg.eta, n_splits=cfg.splits, seed=params.seed)
+    pu_cfg = PUConfig(p_ratio=cfg.p_ratio, eta=cfg.eta, n_splits=cfg.splits, seed=params.seed,
+                      core_filter=cfg.core_filter, positives=cfg.positives)
     stats = dict(n_boot=params.audit.n_boot, confidence=params.audit.confidence, seed=params.seed)
     frames, verdicts = judged_frames(params, layout, judges)
-    table, items, sens = audit_frames(frames, Encoder(cfg.encoder), pu_cfg, stats)
-    compared = [table[table.qtype == "all"].assign(encoder=f"{cfg.encoder} (mean)")]
+    main = Encoder(cfg.encoder)
+    table, items, sens = audit_frames(frames, main, pu_cfg, stats)
+    named = "paper" if (pu_cfg.core_filter, pu_cfg.positives) == tuple(PAPER.values()) else "ours"
+    compared = [table[table.qtype == "all"].assign(encoder=f"{cfg.encoder} (mean)", definitions=named)]
+    other_defs = replace(pu_cfg, **(OURS if named == "paper" else PAPER))
+    other, _, _ = audit_frames(frames, main, other_defs, stats, details=False)
+    compared.append(other[other.qtype == "all"].assign(encoder=f"{cfg.encoder} (mean)",
+                                                       definitions="ours" if named == "paper" else "paper"))
     for choice in cfg.compare_encoders:
         path = params.spec_for(choice.path, layout.models).path if choice.path in params.models else choice.path
         other, _, _ = audit_frames(frames, Encoder(path, pooling=choice.pooling), pu_cfg, stats, details=False)
-        compared.append(other[other.qtype == "all"].assign(encoder=f"{choice.name} ({choice.pooling})"))
+        compared.append(other[other.qtype == "all"].assign(encoder=f"{choice.name} ({choice.pooling})",
+                                                           definitions=named))
     return table, verdicts, items, sens, pd.concat(compared, ignore_index=True)
 
 
@@ -184,8 +198,9 @@ def merge_parts(parts: list[tuple[pd.DataFrame, ...]], params: Params, layout: L
         frame = pd.concat(frames, ignore_index=True)
         key = frame["judge"].map(order).to_numpy()
         if "encoder" in frame:
-            encoders = {e: k for k, e in enumerate(dict.fromkeys(frame["encoder"]))}
-            key = key + len(order) * frame["encoder"].map(encoders).to_numpy()
+            label = frame["encoder"] + " / " + frame.get("definitions", "")
+            encoders = {e: k for k, e in enumerate(dict.fromkeys(label))}
+            key = key + len(order) * label.map(encoders).to_numpy()
         # stable: the rows of one judge keep their order
         merged.append(frame.iloc[np.argsort(key, kind="stable")].reset_index(drop=True))
     return tuple(merged)
@@ -225,6 +240,9 @@ def run(params: Params, layout: Layout, tables: dict[str, pd.DataFrame], pool: P
     flips = attack_flip_rates(verdicts, n_boot=a.n_boot, confidence=a.confidence, seed=params.seed)
     overall = table[table.qtype == "all"]
     plots = default_plots(table, items, sens, params.pu.eta, layout.pu)
+    named = "paper's" if (params.pu.core_filter, params.pu.positives) == tuple(PAPER.values()) else "our"
+    write_paper_rows(pu_paper_rows(items, sens, definitions=named, seed=params.seed, n_boot=a.n_boot,
+                                   confidence=a.confidence), layout.pu)
     summary = {"consistency": overall.to_dict("records"), "attack_flip_rates": flips.to_dict("records"),
                "sensitivity": sens.to_dict("records"), "encoders": encoders.to_dict("records"),
                "plots": {k: v.name for k, v in plots.items()}}
