@@ -1,9 +1,10 @@
 """Drills for the openai backend against an OpenAI-compatible endpoint on loopback (a real
 HTTP server) whose replies are well-formed JSON but not answers: an empty reply, a
-content-filtered or truncated one, verdict log-probs that are NaN, positive, or hold
-neither "A" nor "B". Each is a failure counted with its reason (an unparseable verdict
-in the log-probability mode, never a tie), none is cached, and a rerun against a healthy
-endpoint asks again."""
+content-filtered one, verdict log-probs that are NaN, positive, or hold neither "A" nor
+"B". Each is a failure counted with its reason (an unparseable verdict in the
+log-probability mode, never a tie), none is cached, and a rerun against a healthy
+endpoint asks again. A reply cut at the max_tokens asked for is an answer: recorded, with
+its note, and never asked again."""
 
 from __future__ import annotations
 
@@ -85,20 +86,23 @@ def test_failed_replies_are_counted_not_cached_and_asked_again(endpoint, tmp_pat
     judge = _judge(endpoint.url, chat_template, tmp_path)
     with caplog.at_level(logging.WARNING, logger="judgeaudit.models.openai_api"):
         got = judge.generate(prompts, max_new_tokens=8)
-    assert got[3:] == ["ok p3", "ok p4"] and got[:2] == ["", ""]
+    assert got[3:] == ["ok p3", "ok p4"] and got[:3] == ["", "", "Both answers are fin"]
     assert endpoint.requests == 5
     reasons = dict(judge.failures)
-    assert sum(reasons.values()) == 3 and len(reasons) == 3
+    assert sum(reasons.values()) == 2 and len(reasons) == 2
     assert any("empty" in r for r in reasons) and any("content_filter" in r for r in reasons)
-    assert any("length" in r for r in reasons)
+    assert dict(judge.notes) == {"cut at max_tokens (finish_reason length)": 1}
     warned = " ".join(r.getMessage() for r in caplog.records)
-    assert "my-judge" in warned and "3 of 5" in warned and "content_filter" in warned
+    assert "my-judge" in warned and "2 of 5" in warned and "content_filter" in warned
+    assert "1 of 5 replies were cut at max_tokens=8" in warned
 
-    # a rerun against a healthy endpoint sends the three failed requests again, and only them
+    # a rerun against a healthy endpoint sends the two failed requests again, and only them:
+    # the cut answer is recorded ok, its note kept
     endpoint.healthy, endpoint.requests = True, 0
     again = _judge(endpoint.url, chat_template, tmp_path)
-    assert again.generate(prompts, max_new_tokens=8) == [f"ok {p}" for p in prompts]
-    assert endpoint.requests == 3 and not again.failures
+    assert again.generate(prompts, max_new_tokens=8) == [
+        "ok p0 empty", "ok p1 filtered", "Both answers are fin", "ok p3", "ok p4"]
+    assert endpoint.requests == 2 and not again.failures
     endpoint.requests = 0
     assert _judge(endpoint.url, chat_template, tmp_path).generate(prompts, max_new_tokens=8)[0] == "ok p0 empty"
     assert endpoint.requests == 0  # now every answer is complete and cached

@@ -97,6 +97,13 @@ def test_an_endpoint_judge_writes_its_own_answers_through_its_journal(server, tm
     assert (calls[calls["role"] == "reference"]["kind"] == "echo").all()
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert set(summary["calls_by_role"]) == {"judge", "reference"}
+    # answers cut at --answer-tokens are answers: recorded ok with their note, so a rerun
+    # sends nothing and --replay needs no record it lacks
+    cut = written["reason"] == "cut at max_tokens (finish_reason length)"
+    assert cut.any() and (written["status"] == "ok").all() and written["reason"][~cut].isna().all()
+    answered = server.reset()
+    assert main(argv) == 0 and not answered, "a rerun asked again for recorded answers"
+    assert main([*argv, "--replay"]) == 0
 
 
 class DigitScores(FakeEndpoint):

@@ -52,8 +52,8 @@ from judgeaudit.models.spec import ModelSpec
 log = logging.getLogger(__name__)
 
 EMPTY = "empty reply"
-FINISHED_EARLY = {"content_filter": "content-filtered (finish_reason content_filter)",
-                  "length": "truncated (finish_reason length)"}
+FILTERED = "content-filtered (finish_reason content_filter)"
+CUT = "cut at max_tokens (finish_reason length)"
 # a log-prob is at most 0; a little above it is the rounding of a log-softmax taken in low
 # precision, far above it a broken endpoint
 _LOGPROB_SLACK = 1e-4
@@ -73,6 +73,15 @@ class Failed(NamedTuple):
 
     value: object
     reason: str
+
+
+class Kept(NamedTuple):
+    """An answer recorded ok with a note: a reply cut at the ``max_tokens`` the caller asked
+    for is the answer that request defines (asked again, greedily, it is cut the same way),
+    so it is recorded, replayable and never asked twice; the note is counted and warned."""
+
+    value: object
+    note: str
 
 
 def logprob_fault(values: Sequence[float]) -> str | None:
@@ -157,6 +166,7 @@ class OpenAIModel(LanguageModel):
         self.chat = spec.chat_template == "auto"
         self.progress = progress
         self.failures: Counter[str] = Counter()  # replies that were no answer, by reason
+        self.notes: Counter[str] = Counter()  # answers recorded ok with a note (cut at max_tokens)
         self._failures_lock = threading.Lock()
         self._well_formed = False  # whether the endpoint has given one well-formed reply
         self.journal = CallJournal(journal_path(spec), judge_identity(spec))
@@ -267,6 +277,12 @@ class OpenAIModel(LanguageModel):
             journal.record(key, call, None, FAILED, str(exc)[:500])
             journal.spend(reserved, None, lambda: (0, 0))
             raise
+        if isinstance(value, Kept):
+            journal.record(key, call, value.value, "ok", value.note, response)
+            journal.spend(reserved, response, lambda: (self._count(call.prompt), completion_tokens(value.value)))
+            with self._failures_lock:
+                self.notes[value.note] += 1
+            return value.value
         stored = value.value if isinstance(value, Failed) else value
         reason = value.reason if isinstance(value, Failed) else "no log-probs" if value is None else None
         journal.record(key, call, stored, "ok" if reason is None else FAILED, reason, response)
@@ -294,10 +310,13 @@ class OpenAIModel(LanguageModel):
             if got is not None and not isinstance(got, str):
                 raise TypeError(f"text is {type(got).__name__}, not a string")
             got = (got or "").strip()
-            # what a truncated reply holds is kept (as the transformers backend's cut text), recorded failed
-            if early := FINISHED_EARLY.get(getattr(choice, "finish_reason", None)):
-                return Failed(got, early)
-            return got if got else Failed(got, EMPTY)
+            finish = getattr(choice, "finish_reason", None)
+            if finish == "content_filter":
+                return Failed(got, FILTERED)
+            if not got:
+                return Failed(got, EMPTY)
+            # cut where the caller capped it, as the transformers backend cuts: an answer
+            return Kept(got, CUT) if finish == "length" else got
 
         def one(prompt: str) -> str:
             kw = {"max_tokens": max_new_tokens, "temperature": temperature, "seed": seed}
@@ -305,9 +324,12 @@ class OpenAIModel(LanguageModel):
                                  legacy_key(self.chat, prompt, kw, "text"), lambda v: self._count(v or ""))
             return (got.value or "") if isinstance(got, Failed) else got
 
-        before = Counter(self.failures)
+        before, cut_before = Counter(self.failures), Counter(self.notes)
         texts = self._map(one, list(prompts), "generate")
         self._warn(self.failures - before, len(texts), "generate")
+        if cut := sum((self.notes - cut_before).values()):
+            log.warning("model %r at %s: %d of %d replies were cut at max_tokens=%d (kept as answers; "
+                        "raise the cap for whole ones)", self.name, self.url, cut, len(texts), max_new_tokens)
         return texts
 
     def _top_logprobs(self, prompt: str) -> dict[str, float] | Failed:
@@ -320,7 +342,7 @@ class OpenAIModel(LanguageModel):
                 got = {k: float(v) for k, v in choice.logprobs.top_logprobs[0].items()}
             # one token is asked for, so "length" is how a verdict ends; a filter is no verdict
             if getattr(choice, "finish_reason", None) == "content_filter":
-                return Failed(got, FINISHED_EARLY["content_filter"])
+                return Failed(got, FILTERED)
             return Failed(got, fault) if (fault := logprob_fault(list(got.values()))) else got
 
         k = self.spec.top_logprobs
