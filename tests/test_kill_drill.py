@@ -38,12 +38,20 @@ def _env(tmp_path: Path) -> dict:
     return {**env, "PREFECT_HOME": str(tmp_path / "prefect-home")}
 
 
+def _foreground_sigint() -> None:
+    """SIGINT as a terminal's foreground job has it. A shell starts background jobs (CI under
+    nohup, `pytest &`) with SIGINT ignored, exec keeps that, and Python then installs no
+    KeyboardInterrupt handler: a drill of Ctrl-C would test the shell, not the run."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _run(params: Path, root: Path, env: dict, own_group: bool = False) -> subprocess.Popen:
     """``judgeaudit run bootstrap``; ``own_group``: in a process group of its own, as a
     terminal's foreground job is (Ctrl-C reaches the whole group)."""
     return subprocess.Popen([sys.executable, "-m", "flows.cli", "run", "bootstrap", "--params", str(params),
                              "--root", str(root)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=own_group)
+                            stderr=subprocess.DEVNULL, start_new_session=own_group,
+                            preexec_fn=_foreground_sigint)
 
 
 def _assert_bootstrap_equal(clean: Path, root: Path) -> None:

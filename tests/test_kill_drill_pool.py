@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import gone
-from tests.test_kill_drill import _descendants, _env, _start_and_find_fork_server, _workers
+from tests.test_kill_drill import _descendants, _env, _foreground_sigint, _start_and_find_fork_server, _workers
 
 pytestmark = pytest.mark.slow
 
@@ -75,7 +75,8 @@ def test_ctrl_c_stops_the_run_within_seconds(tmp_path, pooled_params_file):
     root = tmp_path / "data"
     proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "run", "bootstrap", "--params",
                              str(pooled_params_file), "--root", str(root)], cwd=ROOT, env=_env(tmp_path),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_foreground_sigint)
     deadline = time.monotonic() + 240
     while len(_workers(proc.pid)) < 2:
         assert proc.poll() is None and time.monotonic() < deadline, "the workers never started"
