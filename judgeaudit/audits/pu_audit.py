@@ -18,9 +18,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
+from scipy.stats import rankdata
 
 from judgeaudit.audits.partial_ot import transported_mass
-from judgeaudit.audits.stats import mean_ci
+from judgeaudit.audits.stats import mean_ci, paired_bootstrap
 
 FLIP = {"A": "B", "B": "A"}
 
@@ -44,9 +45,20 @@ class PUConfig:
             raise ValueError(f"unknown PU definition: core_filter={self.core_filter!r}, "
                              f"positives={self.positives!r}")
 
+    @property
+    def definitions(self) -> str:
+        """"paper" or "ours" where core_filter and positives are one of the two sets, else both settings."""
+        return definitions_of(self.core_filter, self.positives)
+
 
 PAPER = {"core_filter": "winner", "positives": "all"}
 OURS = {"core_filter": "difference", "positives": "agreed"}
+
+
+def definitions_of(core_filter: str, positives: str) -> str:
+    """The name of a (core_filter, positives) choice: "paper", "ours", or the two settings."""
+    chosen = {"core_filter": core_filter, "positives": positives}
+    return "paper" if chosen == PAPER else "ours" if chosen == OURS else f"core_filter={core_filter}, positives={positives}"
 # the paper's sweeps of the share verified and of the transport mass
 P_RATIOS = (0.01, 0.1, 0.3, 0.5, 0.7, 0.9, 0.99)
 M_VALUES = (0.01, 0.1, 0.3, 0.5, 0.7, 0.9, 0.99)
@@ -196,9 +208,7 @@ def sensitivity(frame: pd.DataFrame, z: np.ndarray, cfg: PUConfig, *, confidence
         results = run_pu_audit(frame, z, grid, verified, pairs)
         overall = consistency_table(results, n_boot=n_boot, confidence=confidence, seed=cfg.seed,
                                     overall_only=True).iloc[-1]
-        gain = results.assign(g=(results["adjusted"] == results["human"]).astype(float)
-                              - (results["verdict"] == results["human"])).groupby("pair_id")["g"].mean()
-        est = mean_ci(gain.to_numpy(), n_boot=n_boot, confidence=confidence, seed=cfg.seed)
+        est = mean_ci(agreement_gain(results), n_boot=n_boot, confidence=confidence, seed=cfg.seed)
         rows.append({"sweep": sweep, "p_ratio": grid.p_ratio, "m": float(results["mass"].mean()) if len(results)
                      else np.nan, **{k: overall[k] for k in ("cons_orig", "cons_adj", "cons_adj_ci_low",
                                                              "cons_adj_ci_high", "flip_rate", "n_pairs")},
@@ -206,23 +216,34 @@ def sensitivity(frame: pd.DataFrame, z: np.ndarray, cfg: PUConfig, *, confidence
     return pd.DataFrame(rows)
 
 
+def agreement_gain(results: pd.DataFrame, by: tuple[str, ...] = ("pair_id",)) -> np.ndarray:
+    """Adjusted minus raw agreement with the human per unit of ``by`` (a pair), averaged over
+    the splits it was unlabelled in: the units a gain's CI resamples."""
+    g = (results["adjusted"] == results["human"]).astype(float) - (results["verdict"] == results["human"])
+    return g.groupby([results[c] for c in by]).mean().to_numpy()
+
+
+def _auc(score: np.ndarray, wrong: np.ndarray, axis: int = -1) -> np.ndarray:
+    """AUC (Mann-Whitney) of a low score for a wrong verdict along ``axis``; average ranks, so
+    a tie counts one half; NaN where every verdict is wrong or none is."""
+    wrong = wrong.astype(bool)
+    ranks = rankdata(-score, axis=axis)
+    n_wrong = wrong.sum(axis=axis)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (((ranks * wrong).sum(axis=axis) - n_wrong * (n_wrong + 1) / 2)
+                / (n_wrong * (wrong.shape[axis] - n_wrong)))
+
+
 def suspect_auc(results: pd.DataFrame, *, n_boot: int, confidence: float, seed: int) -> dict:
-    """How well s_j ranks wrong verdicts below right ones: the AUC (Mann-Whitney) of a low
-    score for a wrong verdict, per pair (its score averaged over the splits it was
-    unlabelled in), with a bootstrap CI over pairs; 0.5 is no better than chance."""
+    """How well s_j ranks wrong verdicts below right ones: the AUC of a low score for a wrong
+    verdict, per pair (its score averaged over the splits it was unlabelled in), with a
+    bootstrap CI over pairs; 0.5 is no better than chance."""
     per = results.assign(wrong=results["verdict"] != results["human"]).groupby("pair_id").agg(
         score=("score", "mean"), wrong=("wrong", "first"))
-    score, wrong = per["score"].to_numpy(float), per["wrong"].to_numpy(bool)
-
-    def auc(s: np.ndarray, w: np.ndarray) -> float:
-        if w.all() or not w.any():
-            return np.nan
-        ranks = pd.Series(-s).rank().to_numpy()  # average ranks: ties count one half
-        return float((ranks[w].sum() - w.sum() * (w.sum() + 1) / 2) / (w.sum() * (~w).sum()))
-
-    point = auc(score, wrong)
-    rng = np.random.default_rng(seed)
-    boots = [auc(score[i], wrong[i]) for i in (rng.integers(0, len(score), len(score)) for _ in range(n_boot))]
-    alpha = (1 - confidence) / 2
-    low, high = (float(np.nanquantile(boots, q)) if np.isfinite(boots).any() else np.nan for q in (alpha, 1 - alpha))
-    return {"auc": point, "auc_ci_low": low, "auc_ci_high": high, "n": len(per), "n_wrong": int(wrong.sum())}
+    score, wrong = per["score"].to_numpy(float), per["wrong"].to_numpy(float)
+    if wrong.all() or not wrong.any():
+        return {"auc": np.nan, "auc_ci_low": np.nan, "auc_ci_high": np.nan, "n": len(per),
+                "n_wrong": int(wrong.sum())}
+    est = paired_bootstrap(_auc, [score, wrong], n_boot=n_boot, confidence=confidence, seed=seed)
+    return {"auc": est.estimate, "auc_ci_low": est.ci_low, "auc_ci_high": est.ci_high, "n": len(per),
+            "n_wrong": int(wrong.sum())}

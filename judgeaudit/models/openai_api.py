@@ -262,7 +262,8 @@ class OpenAIModel(LanguageModel):
               legacy: str, completion_tokens: Callable) -> object:
         """The value ``read`` of the endpoint's reply to ``call``: its recorded value when it
         is recorded ok (or in an older cache: then recorded anew), else asked for and
-        recorded, ``ok`` or (a ``Failed`` or None value) ``failed`` with its reason."""
+        recorded, ``ok`` (a ``Kept`` value with its note) or (a ``Failed`` or None value)
+        ``failed`` with its reason."""
         journal = self.journal
         key, hit = journal.answer(call, legacy, usable)
         if hit is not MISSING:
@@ -277,18 +278,17 @@ class OpenAIModel(LanguageModel):
             journal.record(key, call, None, FAILED, str(exc)[:500])
             journal.spend(reserved, None, lambda: (0, 0))
             raise
-        if isinstance(value, Kept):
-            journal.record(key, call, value.value, "ok", value.note, response)
-            journal.spend(reserved, response, lambda: (self._count(call.prompt), completion_tokens(value.value)))
-            with self._failures_lock:
-                self.notes[value.note] += 1
-            return value.value
-        stored = value.value if isinstance(value, Failed) else value
+        stored = value.value if isinstance(value, (Failed, Kept)) else value
         reason = value.reason if isinstance(value, Failed) else "no log-probs" if value is None else None
-        journal.record(key, call, stored, "ok" if reason is None else FAILED, reason, response)
+        status = "ok" if reason is None else FAILED
+        journal.record(key, call, stored, status, value.note if isinstance(value, Kept) else reason, response)
         journal.spend(reserved, response, lambda: (self._count(call.prompt), completion_tokens(stored)))
         if isinstance(value, Failed):
             self._fail(value.reason)
+        if isinstance(value, Kept):
+            with self._failures_lock:
+                self.notes[value.note] += 1
+            return stored
         return value
 
     def _complete(self, call: Call, read: Callable, usable: Callable, legacy: str, completion_tokens: Callable):

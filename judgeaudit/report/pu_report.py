@@ -12,7 +12,7 @@ from matplotlib.collections import LineCollection  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from judgeaudit.audits.pu_audit import suspect_auc  # noqa: E402
+from judgeaudit.audits.pu_audit import agreement_gain, suspect_auc  # noqa: E402
 from judgeaudit.audits.stats import mean_ci  # noqa: E402
 from judgeaudit.report.format import copy_images, html_table  # noqa: E402
 from judgeaudit.report.paper_rows import paper_row  # noqa: E402
@@ -152,24 +152,17 @@ PAPER = "PU audit (Zhang et al., 2026, arXiv 2606.19057)"
 OVERLAY = "pu (params-gpu.yaml)"
 
 
-def _pooled_gain(items: pd.DataFrame, seed: int, n_boot: int, confidence: float):
-    """Adjusted minus raw agreement per (judge, pair), averaged over its splits, with a CI."""
-    g = items.assign(g=(items["adjusted"] == items["human"]).astype(float) - (items["verdict"] == items["human"]))
-    per = g.groupby(["judge", "pair_id"])["g"].mean().to_numpy()
-    return mean_ci(per, n_boot=n_boot, confidence=confidence, seed=seed)
-
-
 def pu_paper_rows(items: pd.DataFrame, sens: pd.DataFrame, *, definitions: str, seed: int, n_boot: int,
                   confidence: float) -> list[dict]:
     """The Papers rows of the embedded PU audit: the agreement gain clean and under each
     attack (the paper's Table 5 and attack tables), s_j's AUC for wrong verdicts, and the
     m sweep's ends (the collapse at small m)."""
+    named = {"paper": "paper's", "ours": "our"}.get(definitions, definitions)
     how = (f"embedded judges on known-quality pairs (correct vs degraded answer) in place of human-labelled "
-           f"MT-Bench / Chatbot Arena pairs; MiniLM in place of a reward model's embedding; {definitions} "
-           f"definitions")
+           f"MT-Bench / Chatbot Arena pairs; MiniLM in place of a reward model's embedding; {named} definitions")
     rows = []
     for condition, sub in items.groupby("condition", sort=False):
-        est = _pooled_gain(sub, seed, n_boot, confidence)
+        est = mean_ci(agreement_gain(sub, ("judge", "pair_id")), n_boot=n_boot, confidence=confidence, seed=seed)
         rows.append(paper_row(PAPER, "Table 5" if condition == "clean" else "attack robustness",
                               f"agreement gain after correction (Cons_adj - Cons_orig), {condition}",
                               ours=est.estimate, ci_low=est.ci_low, ci_high=est.ci_high, n=est.n,

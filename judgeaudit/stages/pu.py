@@ -20,8 +20,9 @@ import pandas as pd
 
 from judgeaudit import resolve
 from judgeaudit.attacks.presentation import ATTACKS
-from judgeaudit.audits.pu_audit import (OURS, PAPER, PUConfig, consistency_table, improvement_vectors, pca_2d,
-                                        run_pu_audit, sensitivity as pu_sensitivity, suspect_auc)
+from judgeaudit.audits.pu_audit import (OURS, PAPER, PUConfig, consistency_table, definitions_of,
+                                        improvement_vectors, pca_2d, run_pu_audit, sensitivity as pu_sensitivity,
+                                        suspect_auc)
 from judgeaudit.audits.pu_verdicts import one_verdict
 from judgeaudit.audits.stats import mean_ci
 from judgeaudit.config import Params
@@ -175,12 +176,12 @@ def pu_stage(params: Params, layout: Layout, judges: list[str] | None = None) ->
     frames, verdicts = judged_frames(params, layout, judges)
     main = Encoder(cfg.encoder)
     table, items, sens = audit_frames(frames, main, pu_cfg, stats)
-    named = "paper" if (pu_cfg.core_filter, pu_cfg.positives) == tuple(PAPER.values()) else "ours"
+    named = pu_cfg.definitions
     compared = [table[table.qtype == "all"].assign(encoder=f"{cfg.encoder} (mean)", definitions=named)]
     other_defs = replace(pu_cfg, **(OURS if named == "paper" else PAPER))
     other, _, _ = audit_frames(frames, main, other_defs, stats, details=False)
     compared.append(other[other.qtype == "all"].assign(encoder=f"{cfg.encoder} (mean)",
-                                                       definitions="ours" if named == "paper" else "paper"))
+                                                       definitions=other_defs.definitions))
     for choice in cfg.compare_encoders:
         path = params.spec_for(choice.path, layout.models).path if choice.path in params.models else choice.path
         other, _, _ = audit_frames(frames, Encoder(path, pooling=choice.pooling), pu_cfg, stats, details=False)
@@ -240,7 +241,7 @@ def run(params: Params, layout: Layout, tables: dict[str, pd.DataFrame], pool: P
     flips = attack_flip_rates(verdicts, n_boot=a.n_boot, confidence=a.confidence, seed=params.seed)
     overall = table[table.qtype == "all"]
     plots = default_plots(table, items, sens, params.pu.eta, layout.pu)
-    named = "paper's" if (params.pu.core_filter, params.pu.positives) == tuple(PAPER.values()) else "our"
+    named = definitions_of(params.pu.core_filter, params.pu.positives)
     write_paper_rows(pu_paper_rows(items, sens, definitions=named, seed=params.seed, n_boot=a.n_boot,
                                    confidence=a.confidence), layout.pu)
     summary = {"consistency": overall.to_dict("records"), "attack_flip_rates": flips.to_dict("records"),
