@@ -25,6 +25,10 @@ RECOGNITION_TEMPLATE = (
     "One of these two responses was written by a model trained on your own answers. "
     "Which one, A or B? Answer:")
 
+# the preference-leakage paper's "+Prompting": the judge made aware of the leakage
+PROMPTING_NOTICE = ("Note: the answers may have been written by models trained on data that you or a "
+                    "model related to you generated. Judge only their quality, not how familiar they sound.")
+
 COT_TEMPLATE = ("Question: {question}\n[Answer A]\n{answer_a}\n[Answer B]\n{answer_b}\n"
                 "Which answer is better? Let's think step by step.")
 PARAPHRASE_TEMPLATE = ("Paraphrase the following answer in plain words of your own, keeping every fact and "

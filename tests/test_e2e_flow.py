@@ -70,6 +70,18 @@ def test_full_audit_flow(tiny_audit):
     scale = pd.DataFrame(studies["scale"]["points"])
     assert list(scale.student_base) == ["student-mini", "student"] and scale.n_parameters.is_monotonic_increasing
     assert "Data mixing and model scale" in (first / "report/report.html").read_text()
+    # the preference-leakage paper's tables beside ours: 3 tiers x 3 methods, recognition by the
+    # judges and by the classifier, five mitigations against plain, the mixing figure's two
+    leak = {stage: json.loads((first / stage / "paper_rows.json").read_text())
+            for stage in ("metrics", "robustness", "leakage_studies")}
+    assert len(leak["metrics"]) == 9 and len(leak["leakage_studies"]) == 2
+    assert [r["table"] for r in leak["robustness"]].count("mitigation table") == 5
+    assert [r["table"] for r in leak["robustness"]].count("Table 5 (recognition)") == 2
+    table1 = next(r for r in leak["metrics"] if r["table"] == "Table 1 (main)")
+    assert table1["ours"] == report["summary"]["pls_by_tier_method"]["same/sft"]["estimate"]
+    assert table1["reproduces"] is (table1["ci_low"] > 0)
+    # the neutral data in house styles no generator of the run writes (here formal and terse)
+    assert studies["neutral"] == "unrelated" and studies["neutral_styles"] == ["casual", "plain"]
     boat = report["boat"]
     assert set(boat) == {"clean", "contaminated", "probe", "real", "settings", "single", "sources"}
     assert boat["clean"]["runs"] == 2
@@ -130,8 +142,8 @@ def test_full_audit_flow(tiny_audit):
     assert {r["condition"] for r in robust["ablation"]} == {"original", "no-style", "no-format", "no-wording"}
     assert {r["attack"] for r in robust["attack_flips"]} == set(ATTACKS)
     mitigation = pd.DataFrame(robust["mitigation"])
-    assert set(mitigation.condition) == {"plain", "chain-of-thought", "paraphrase", "automatic-calibration",
-                                         "contextual-calibration"}
+    assert set(mitigation.condition) == {"plain", "prompting", "chain-of-thought", "paraphrase",
+                                         "automatic-calibration", "contextual-calibration"}
     assert set(mitigation.metric) == {"pls", "error_bias"} and (mitigation.n > 0).all()
     assert (first / "report/robustness_mitigation.png").stat().st_size > 1000
     judges = [r for r in robust["recognition"]["judges"] if r["tier"] != "all"]

@@ -1,6 +1,6 @@
 """Leakage mitigations: Error Bias on planted verdicts, and chain of thought and contextual
 calibration on a real tiny transformer (each checked against the same computation done by
-hand with the model's own calls)."""
+hand with the model's own calls), and prompting likewise."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from judgeaudit.audits.error_bias import error_bias, reference_scores
 from judgeaudit.audits.leakage import pair_scores
 from judgeaudit.audits.stats import BootstrapSettings
 from judgeaudit.config import Judge
-from judgeaudit.judging.mitigations import contextual_verdicts, cot_verdicts
+from judgeaudit.judging.mitigations import contextual_verdicts, cot_verdicts, prompting_verdicts
 
 ROSTER = [{"judge": "Ji", "tier": "same", "related_generator": "gi"},
           {"judge": "Jj", "tier": "same", "related_generator": "gj"},
@@ -93,3 +93,19 @@ def test_chain_of_thought_decides_with_the_judges_own_reasoning_in_context(tiny_
     assert np.log(p_ab / (1 - p_ab)) == pytest.approx(by_hand, abs=1e-4)
     prompted = cot_verdicts(template, 6)(tiny_lm, "prompted", settings, QUESTIONS, ANSWERS_1, ANSWERS_2)
     assert set(prompted) == {"AB", "BA"} and all(0 < p < 1 for p in prompted["BA"]["p_a"])
+
+
+def test_prompting_puts_the_notice_before_every_question_in_any_mode(tiny_lm):
+    settings = Judge()
+    notice = "Some answers may come from a model related to you."
+    got = prompting_verdicts(notice)(tiny_lm, "likelihood", settings, QUESTIONS, ANSWERS_1, ANSWERS_2)
+    told = [f"{notice}\n{q}" for q in QUESTIONS]
+    by_hand = _likelihood(tiny_lm, told, ANSWERS_1) - _likelihood(tiny_lm, told, ANSWERS_2)
+    p_ab = np.asarray(got["AB"]["p_a"])
+    assert np.log(p_ab / (1 - p_ab)) == pytest.approx(by_hand, abs=1e-4)
+    plain = _likelihood(tiny_lm, QUESTIONS, ANSWERS_1) - _likelihood(tiny_lm, QUESTIONS, ANSWERS_2)
+    assert not np.allclose(plain, by_hand)  # the notice is read: it moves the margins
+    prompted = prompting_verdicts(notice)(tiny_lm, "prompted", settings, QUESTIONS, ANSWERS_1, ANSWERS_2)
+    assert set(prompted) == {"AB", "BA"} and all(0 < p < 1 for p in prompted["AB"]["p_a"])
+    with pytest.raises(ValueError, match="prompting_notice is empty"):
+        prompting_verdicts(" ")(tiny_lm, "likelihood", settings, QUESTIONS, ANSWERS_1, ANSWERS_2)

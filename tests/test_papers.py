@@ -122,3 +122,29 @@ def test_the_markdown_table_has_a_line_per_row_and_bold_no(tmp_path):
 def test_a_papers_figure_is_plotted_only_where_it_is_a_plain_number():
     assert [paper_number(t) for t in ("0.25", "-3", ".5", "38.3%", "0.2-0.4", None)] == [
         0.25, -3.0, 0.5, None, None, None]
+
+
+def test_the_leakage_papers_rows_judge_its_findings_by_our_intervals():
+    from judgeaudit.report.leakage_paper import audit_paper_rows, robustness_paper_rows
+
+    fig = lambda e, lo, hi: {"estimate": e, "ci_low": lo, "ci_high": hi, "n": 30}  # noqa: E731
+    audit = audit_paper_rows({"pls_by_tier_method": {"same/sft": fig(0.4, 0.1, 0.6),
+                                                     "inheritance/sft": fig(0.1, -0.1, 0.3),
+                                                     "same/icl": fig(-0.2, -0.3, -0.1)}})
+    by = {r["figure"]: r for r in audit}
+    assert by["PLS, SFT students, same model judges"]["reproduces"] is True
+    assert by["PLS, SFT students, inheritance judges"]["reproduces"] is False  # CI covers 0
+    assert by["PLS, ICL students, same model judges"]["reproduces"] is None  # the paper's not read
+    mit = lambda c, e, lo, hi: {"metric": "pls", "tier": "same", "condition": c, "estimate": e,  # noqa: E731
+                                "ci_low": lo, "ci_high": hi, "n": 30}
+    rows = robustness_paper_rows({
+        "mitigation": [mit("plain", 0.5, 0.4, 0.6), mit("prompting", 0.45, 0.35, 0.55),
+                       mit("paraphrase", 0.0, -0.1, 0.1), mit("contextual-calibration", 0.2, 0.1, 0.3)],
+        "recognition": {"judges": [{"judge": "all related judges", "accuracy": 0.43, "ci_low": 0.41,
+                                    "ci_high": 0.45, "n": 300, "chance": 0.5}], "classifier": []}})
+    verdict = {r["figure"].split(",")[0]: r["reproduces"] for r in rows}
+    assert verdict["PLS under prompting"] is True  # does not help, as in the paper
+    assert verdict["PLS under paraphrase"] is False  # ours lowers it...
+    assert "by construction" in next(r for r in rows if "paraphrase" in r["figure"])["differs"]  # ...by design
+    assert verdict["PLS under contextual-calibration"] is True  # helps, as in the paper
+    assert verdict["related judges picking their own student's response"] is False  # below chance

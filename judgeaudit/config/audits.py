@@ -9,7 +9,8 @@ from pydantic import Field, field_validator, model_validator
 from pydantic import Strict as PydanticStrict
 
 from judgeaudit.config.fields import Strict, TrainArgs, check_template
-from judgeaudit.templates import COT_TEMPLATE, PARAPHRASE_TEMPLATE, RECOGNITION_TEMPLATE, SCORE_TEMPLATE
+from judgeaudit.templates import (COT_TEMPLATE, PARAPHRASE_TEMPLATE, PROMPTING_NOTICE, RECOGNITION_TEMPLATE,
+                                  SCORE_TEMPLATE)
 
 
 class Audit(Strict):
@@ -203,6 +204,9 @@ class LeakageStudies(Strict):
     shares: list[float] = [0.1, 0.25, 0.5, 0.75, 1.0]
     scale_students: list[str]  # student bases of different sizes
     scale_share: float = Field(gt=0, le=1, default=1.0)  # the share the scale study trains at
+    # the rest of the mixture: "unrelated", the paper's, in house styles no generator writes;
+    # "every_style" (ours before): every house style evenly, the generators' own among them
+    neutral: Literal["unrelated", "every_style"] = "unrelated"
     sft: TrainArgs | None = None  # the students' SFT (default: train.sft)
 
     @field_validator("shares")
@@ -237,10 +241,11 @@ class Recognition(Strict):
 
 class Mitigation(Strict):
     """Preference-leakage mitigations, each measured by PLS and Error Bias on the same
-    held-out prompts: chain of thought, paraphrased responses, automatic calibration
-    (from the judges' verdicts on the other prompts) and contextual calibration (a
-    content-free input)."""
+    held-out prompts: prompting (the judge told the answers may come from related models),
+    chain of thought, paraphrased responses, automatic calibration (from the judges'
+    verdicts on the other prompts) and contextual calibration (a content-free input)."""
 
+    prompting_notice: str = PROMPTING_NOTICE  # put before every question the judge reads
     cot_template: str = COT_TEMPLATE  # the judge reasons on this first (greedy), then decides
     cot_tokens: int = Field(ge=1, default=32)
     paraphrase_template: str = PARAPHRASE_TEMPLATE  # for attacks.rewriter; without one, rule-based

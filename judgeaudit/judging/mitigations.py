@@ -1,7 +1,11 @@
 """Judging-time mitigations of preference leakage, each a wrapper that takes a verdict mode
-and returns one (``chain_of_thought``, ``contextual_calibration``), and each also with
-``verdicts_both_orders``' signature (``cot_verdicts``, ``contextual_verdicts``) so that any
-judge runs them through the same path:
+and returns one (``prompting``, ``chain_of_thought``, ``contextual_calibration``), and each
+also with ``verdicts_both_orders``' signature (``prompting_verdicts``, ``cot_verdicts``,
+``contextual_verdicts``) so that any judge runs them through the same path:
+
+- prompting: the judge is told, before each question, that the answers may come from models
+  related to it and that it should judge their quality alone; the notice sits inside
+  whatever the judge's mode reads (a prompted judge's template, a likelihood judge's context).
 
 - chain of thought: the judge first writes its reasoning on the pair (greedy), then decides
   with that reasoning in its context (a token mode: the verdict tokens after it; a scoring
@@ -21,6 +25,19 @@ from dataclasses import dataclass
 
 from judgeaudit.judging.modes import MarginMode, VerdictMode, orders_from_margins, verdict_mode
 from judgeaudit.models.base import LanguageModel
+
+
+@dataclass(frozen=True)
+class Prompting(VerdictMode):
+    """``mode``'s verdicts with ``notice`` put before every question."""
+
+    mode: VerdictMode
+    notice: str
+
+    def both_orders(self, model: LanguageModel, prompts: list[str], answers_1: list[str], answers_2: list[str],
+                    seed: int) -> dict[str, dict]:
+        told = [f"{self.notice}\n{q}" for q in prompts]
+        return self.mode.both_orders(model, told, answers_1, answers_2, seed)
 
 
 @dataclass(frozen=True)
@@ -56,6 +73,13 @@ class ContextualCalibration(VerdictMode):
         return orders_from_margins(margins, self.mode.tie_margin)
 
 
+def prompting(mode: VerdictMode, notice: str) -> VerdictMode:
+    """``mode`` told, before every question, that the answers may come from related models."""
+    if not notice.strip():
+        raise ValueError("prompting needs a notice to tell the judge; mitigation.prompting_notice is empty")
+    return Prompting(mode, notice)
+
+
 def chain_of_thought(mode: VerdictMode, template: str, max_new_tokens: int) -> VerdictMode:
     """``mode`` deciding after the judge's reasoning; ``mode`` itself if it reasons first."""
     if mode.reasons_first:
@@ -75,24 +99,27 @@ def contextual_calibration(mode: VerdictMode, content_free: str = "N/A") -> Verd
 Verdicts = Callable[..., dict[str, dict]]  # verdicts_both_orders' signature
 
 
-def cot_verdicts(template: str, max_new_tokens: int) -> Verdicts:
-    """Verdicts after the judge's own step-by-step reasoning on ``template`` (which has
-    ``{question}``, ``{answer_a}``, ``{answer_b}``)."""
+def _as_verdicts(wrap: Callable[[VerdictMode], VerdictMode]) -> Verdicts:
+    """``verdicts_both_orders``' signature for the judge's own mode wrapped by ``wrap``."""
 
     def verdicts(model: LanguageModel, mode: str, settings, prompts: Sequence[str], answers_1: Sequence[str],
                  answers_2: Sequence[str], seed: int = 0) -> dict[str, dict]:
-        wrapped = chain_of_thought(verdict_mode(mode, settings), template, max_new_tokens)
-        return wrapped(model, prompts, answers_1, answers_2, seed=seed)
+        return wrap(verdict_mode(mode, settings))(model, prompts, answers_1, answers_2, seed=seed)
 
     return verdicts
+
+
+def prompting_verdicts(notice: str) -> Verdicts:
+    """Verdicts of a judge told that the answers may come from models related to it."""
+    return _as_verdicts(lambda mode: prompting(mode, notice))
+
+
+def cot_verdicts(template: str, max_new_tokens: int) -> Verdicts:
+    """Verdicts after the judge's own step-by-step reasoning on ``template`` (which has
+    ``{question}``, ``{answer_a}``, ``{answer_b}``)."""
+    return _as_verdicts(lambda mode: chain_of_thought(mode, template, max_new_tokens))
 
 
 def contextual_verdicts(content_free: str = "N/A") -> Verdicts:
     """Verdicts with the judge's answer to a content-free input divided out."""
-
-    def verdicts(model: LanguageModel, mode: str, settings, prompts: Sequence[str], answers_1: Sequence[str],
-                 answers_2: Sequence[str], seed: int = 0) -> dict[str, dict]:
-        wrapped = contextual_calibration(verdict_mode(mode, settings), content_free)
-        return wrapped(model, prompts, answers_1, answers_2, seed=seed)
-
-    return verdicts
+    return _as_verdicts(lambda mode: contextual_calibration(mode, content_free))

@@ -59,7 +59,7 @@ def studies_section(studies: dict | None, out_dir: Path) -> str:
     return (f"<h2>Data mixing and model scale</h2><p>SFT students of their own, scored by the "
             f"{studies['tier']}-tier judges ({', '.join(studies['judges'])}). Mixing: {studies['mixing_student']} "
             "trained on each generator's answers for a share of the training prompts and neutral answers (the "
-            "reference answer in a random house style) for the rest; the study: even 10% leaks and PLS grows "
+            f"reference answer in {' or '.join(studies.get('neutral_styles', ['a house style']))}) for the rest; the study: even 10% leaks and PLS grows "
             f"linearly. Slope {fit['mixing']['slope']:+.3f} [{fit['mixing']['slope_ci_low']:+.3f}, "
             f"{fit['mixing']['slope_ci_high']:+.3f}] per unit share, R² {r2_text(fit['mixing']['r2'])}; the lowest share "
             f"({fit['mixing']['lowest_share']:g}) {'leaks' if fit['mixing']['lowest_share_leaks'] else 'shows no leakage'} "

@@ -16,7 +16,7 @@ from judgeaudit.report.format import copy_images, html_table, with_ci  # noqa: E
 from judgeaudit.report.plots import save_tight  # noqa: E402
 
 
-MITIGATION_ORDER = ["plain", "chain-of-thought", "paraphrase", "automatic-calibration", "contextual-calibration"]
+MITIGATION_ORDER = ["plain", "prompting", "chain-of-thought", "paraphrase", "automatic-calibration", "contextual-calibration"]
 
 
 def plot_mitigations(table: pd.DataFrame, path: Path) -> Path:
@@ -60,7 +60,8 @@ def robustness_section(robust: dict | None, out_dir: Path) -> str:
         img = (copy_images(robust.get("plots", {}), Path(robust["dir"]), out_dir, "robustness_")
                if robust.get("dir") else "")
         mitig_html = ("<h2>Leakage mitigations</h2><p>Every judge on the same held-out half of the prompts (the "
-                      "other half calibrates): plain; chain of thought (the judge first writes its reasoning on the "
+                      "other half calibrates): plain; prompting (the judge told, before each question, that "
+                      "the answers may come from models related to it); chain of thought (the judge first writes its reasoning on the "
                       "pair, then decides with it in context); paraphrase (every response rewritten, by the "
                       "configured rewriter model or, without one, by rule: style, format and wording at once); "
                       "automatic calibration (each judge's own offset per head-to-head, learned on the other "

@@ -5,8 +5,9 @@ tier's judges then judge them all, as one more unit.
 
 - Data mixing: each generator's student trained on a mixture, per training prompt the
   generator's answer with probability ``share`` (the same prompts for every generator),
-  else a neutral answer (the prompt's reference answer in a house style drawn at random,
-  so no generator's style gains from it). PLS against the share, a least-squares line
+  else a neutral answer: the prompt's reference answer in a house style no generator writes,
+  as the paper's neutral data is related to no generator (``neutral: every_style``: a
+  style drawn from all of them, the generators' own among them, evenly). PLS against the share, a least-squares line
   with the slope's CI and R^2 (the study: even 10% leaks; PLS grows linearly).
 - Model scale: student bases of several sizes, each trained on the generators' full data:
   PLS against the number of parameters (the study: smaller students leak more).
@@ -32,7 +33,9 @@ from judgeaudit.generation.corpus import make_items
 from judgeaudit.generation.styles import STYLES, render
 from judgeaudit.judging.student_pairs import comparisons, judge_pairs
 from judgeaudit.layout import Layout
+from judgeaudit.report.leakage_paper import studies_paper_rows
 from judgeaudit.report.leakage_studies_report import plot_leakage_studies
+from judgeaudit.report.paper_rows import write_paper_rows
 from judgeaudit.stagekit.declare import MODELS, Stage
 from judgeaudit.stagekit.io import write
 from judgeaudit.stagekit.pool import Pool
@@ -51,11 +54,25 @@ STAGE = Stage(
 )
 
 
+def neutral_styles(params: Params) -> tuple[str, ...]:
+    """The house styles neutral answers are written in (``leakage_studies.neutral``)."""
+    if params.leakage_studies.neutral == "every_style":
+        return STYLES
+    own = {params.models[g].build.corpus_style for g in params.leakage.generators
+           if g in params.models and params.models[g].build is not None}
+    free = tuple(s for s in STYLES if s not in own)
+    if not free:
+        raise ValueError(f"leakage_studies.neutral: unrelated needs a house style no generator writes; the "
+                         f"generators write {sorted(own)} of {list(STYLES)}")
+    return free
+
+
 def neutral_answers(params: Params, synthetic: pd.DataFrame) -> pd.Series:
-    """prompt_id -> the train prompt's reference answer in a random house style (the
+    """prompt_id -> the train prompt's reference answer in a random neutral house style (the
     embedded corpus' train items, regenerated from the seed; they must be the prompts the
     generators answered)."""
     c = params.corpus
+    styles = neutral_styles(params)
     rng = random.Random(params.seed + 31)
     items = {it.prompt_id: it for it in make_items(c.n_train_prompts, params.seed + 1, "t", c.prompt_categories)}
     asked = synthetic.drop_duplicates("prompt_id").set_index("prompt_id")["prompt"]
@@ -63,7 +80,7 @@ def neutral_answers(params: Params, synthetic: pd.DataFrame) -> pd.Series:
     if stray:
         raise ValueError(f"mixing needs the embedded corpus' train prompts; {len(stray)} the generators answered "
                          f"are not among them (a prompts_file, or stale data?), e.g. {stray[:3]}")
-    return pd.Series({pid: render(it, rng.choice(STYLES), rng) for pid, it in items.items()})
+    return pd.Series({pid: render(it, rng.choice(styles), rng) for pid, it in items.items()})
 
 
 def mixture(synthetic: pd.DataFrame, generator: str, neutral: pd.Series, share: float, seed: int) -> pd.DataFrame:
@@ -161,7 +178,8 @@ def findings(params: Params, layout: Layout, responses: pd.DataFrame) -> dict[st
     scale_fit["slope_per_million"] = scale_fit["slope"] * 1e6
     scale_fit["share"] = at
     summary = {"tier": section.tier, "judges": [j.name for j in roster], "method": "sft",
-               "mixing_student": section.mixing_student,
+               "mixing_student": section.mixing_student, "neutral": section.neutral,
+               "neutral_styles": list(neutral_styles(params)),
                "mixing": {"points": mixing.to_dict("records"), "fit": mixing_fit},
                "scale": {"points": scale.to_dict("records"), "fit": scale_fit}}
     return {"responses": responses, "judgments": judgments, "mixing": mixing, "scale": scale, "summary": summary}
@@ -195,6 +213,7 @@ def run(params: Params, layout: Layout, tables: dict[str, pd.DataFrame], pool: P
     for name in ("responses", "judgments", "mixing", "scale"):
         write(result[name], out / f"{name}.parquet")
     write_json(result["summary"], out / "summary.json")
+    write_paper_rows(studies_paper_rows(result["summary"]), out)
     plot_leakage_studies(result["summary"], out / "leakage_studies.png")
     fits = {k: result["summary"][k]["fit"] for k in ("mixing", "scale")}
     return {k: {"slope": round(fit["slope"], 4), "r2": round(fit["r2"], 3)} for k, fit in fits.items()}

@@ -7,7 +7,7 @@ of each other: one unit each, over the stage's worker processes.
   response, re-judge every pair, and recompute PLS (before vs after, per tier).
 - Presentation attacks: for each judge, attack the response it made lose (length,
   sentiment, distraction), re-judge, and count flips per judge and question category.
-- Mitigations: PLS and Error Bias under chain of thought, paraphrased responses,
+- Mitigations: PLS and Error Bias under prompting, chain of thought, paraphrased responses,
   automatic and contextual calibration, beside plain judging, on held-out prompts."""
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from judgeaudit.config import Params
 from judgeaudit.judging.student_pairs import (attack_losers, binary_verdicts, comparisons, judge_pairs,
                                               load_judge)
 from judgeaudit.layout import Layout
+from judgeaudit.report.leakage_paper import robustness_paper_rows
+from judgeaudit.report.paper_rows import write_paper_rows
 from judgeaudit.report.robustness_report import plot_mitigations
 from judgeaudit.stagekit.declare import MODELS, Stage
 from judgeaudit.stagekit.io import publish, write
@@ -150,14 +152,14 @@ def _paraphrased(params: Params, texts: pd.Series, layout: Layout) -> pd.Series:
 
 def mitigations(params: Params, responses: pd.DataFrame, judgments: pd.DataFrame,
                 layout: Layout) -> pd.DataFrame:
-    """The leakage mitigation table: PLS and Error Bias per tier under plain judging, chain
-    of thought, paraphrased responses, automatic and contextual calibration, all on the
+    """The leakage mitigation table: PLS and Error Bias per tier under plain judging,
+    prompting, chain of thought, paraphrased responses, automatic and contextual calibration, all on the
     same held-out half of the prompts (the other half is automatic calibration's). Error
     Bias is measured against the unrelated judges' plain verdicts (or, with none, the
     consensus of every judge's), the same reference for every condition."""
     from judgeaudit.audits.error_bias import error_bias, reference_scores
     from judgeaudit.audits.stats import BootstrapSettings
-    from judgeaudit.judging.mitigations import contextual_verdicts, cot_verdicts
+    from judgeaudit.judging.mitigations import contextual_verdicts, cot_verdicts, prompting_verdicts
 
     a, m = params.audit, params.mitigation
     boot = BootstrapSettings(a.n_boot, a.confidence, params.seed)
@@ -170,11 +172,13 @@ def mitigations(params: Params, responses: pd.DataFrame, judgments: pd.DataFrame
 
     paraphrased = pairs.assign(response_a=_paraphrased(params, pairs["response_a"], layout),
                                response_b=_paraphrased(params, pairs["response_b"], layout))
-    variants = {"chain-of-thought": (pairs, {"verdicts": cot_verdicts(m.cot_template, m.cot_tokens)}),
+    variants = {"prompting": (pairs, {"verdicts": prompting_verdicts(m.prompting_notice)}),
+                "chain-of-thought": (pairs, {"verdicts": cot_verdicts(m.cot_template, m.cot_tokens)}),
                 "paraphrase": (paraphrased, {}),
                 "contextual-calibration": (pairs, {"verdicts": contextual_verdicts(m.content_free)})}
     judged_tables = _judge_sets(params, variants, layout)
     conditions = {"plain": plain,
+                  "prompting": judged_tables["prompting"],
                   "chain-of-thought": judged_tables["chain-of-thought"],
                   "paraphrase": judged_tables["paraphrase"],
                   "automatic-calibration": auto_calibrated(judgments, calib, params.judge.tie_margin),
@@ -296,4 +300,5 @@ def run(params: Params, layout: Layout, tables: dict[str, pd.DataFrame], pool: P
         summary["recognition"] = {"judges": recognised.to_dict("records"),
                                   "classifier": classifier.to_dict("records")}
     write_json(summary, out / "summary.json")
+    write_paper_rows(robustness_paper_rows(summary), out)
     return {"conditions": sorted(set(ablation.condition))}

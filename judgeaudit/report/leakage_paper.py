@@ -1,0 +1,120 @@
+"""The preference-leakage paper's main tables beside ours (Li et al., 2025, arXiv 2502.01534):
+the rows of the report's Papers section that the ``audit``, ``robustness`` and
+``leakage_studies`` stages write (judgeaudit/report/paper_rows.py's contract).
+
+The paper's claims are about signs (a related judge favours its student; recognition is
+hard; the mitigations barely help), so a row reproduces when our CI says the same thing; the
+paper's own figures come from its real models and benchmarks, ours from the embedded tiny
+students and judges, and are set side by side, not matched in size."""
+
+from __future__ import annotations
+
+from judgeaudit.report.paper_rows import paper_row
+
+PAPER = "Preference leakage (Li et al., 2025, arXiv 2502.01534)"
+OVERLAY = "params-gpu.yaml (vLLM judges and students of real families)"
+EMBEDDED = ("tiny students of our own, distilled (SFT, DPO, ICL) from three generators with planted house "
+            "styles, judged by tiny judges of the generators' tiers; the paper's students are Mistral-7B and "
+            "Qwen-2.5-14B distilled from GPT-4o, Gemini-1.5 and LLaMA-3.3, judged on Arena-Hard and AlpacaEval 2.0")
+# the paper's figures, from its text (arXiv 2502.01534v3); None: not read offline
+PAPER_LEAKS = "PLS > 0 for related judges of SFT students (Tables 1-2)"
+PAPER_RECOGNITION = "41-53% per judge: near chance, the leakage is implicit (Table 5)"
+PAPER_CLASSIFIER = "82.4%, a fine-tuned BERT naming the student's generator (Table 5)"
+PAPER_MITIGATION = "the mitigations do not remove the leakage; contextual calibration helps most"
+PAPER_MIXING = "PLS grows with the share of the related generator's data and is present at the smallest share"
+# where our mitigation is not the paper's and removes the leakage by construction, not by finding
+BY_CONSTRUCTION = {
+    "paraphrase": "without attacks.rewriter the paraphrase is a rule that strips the planted style, format "
+                  "and wording: it removes PLS by construction (the paper paraphrases with an LLM)",
+    "automatic-calibration": "each judge's own offset replaced by the judges' consensus: it removes PLS by "
+                             "construction",
+}
+TIERS = {"same": "same model", "inheritance": "inheritance", "same_family": "same family"}
+
+
+def _ci(fig: dict) -> dict:
+    return dict(ours=fig["estimate"], ci_low=fig["ci_low"], ci_high=fig["ci_high"], n=int(fig["n"]))
+
+
+def _above_zero(fig: dict) -> bool | None:
+    low = fig.get("ci_low")
+    return None if low is None or low != low else bool(low > 0)
+
+
+def audit_paper_rows(summary: dict) -> list[dict]:
+    """Tables 1-3: PLS per relatedness tier and learning method (the audit stage's summary)."""
+    rows = []
+    by = summary.get("pls_by_tier_method", {})
+    for key, fig in sorted(by.items()):
+        tier, method = key.split("/")
+        table = ("Table 1 (main)" if tier == "same" and method == "sft" else
+                 "Table 2 (relatedness)" if method == "sft" else "Table 3 (learning methods)")
+        # the paper's SFT finding is its headline; its DPO and ICL figures were not read offline
+        claim = PAPER_LEAKS if method == "sft" else None
+        rows.append(paper_row(PAPER, table, f"PLS, {method.upper()} students, {TIERS.get(tier, tier)} judges",
+                              paper_value=claim, reproduces=_above_zero(fig), differs=EMBEDDED,
+                              overlay=OVERLAY, **_ci(fig)))
+    return rows
+
+
+def robustness_paper_rows(summary: dict) -> list[dict]:
+    """Table 5 (recognition by the judges and by a classifier) and the mitigation table
+    (PLS of the same-model judges under each mitigation, beside plain judging)."""
+    rows = []
+    recognition = summary.get("recognition") or {}
+    for r in recognition.get("judges", []):
+        if r["judge"] != "all related judges":
+            continue
+        near_chance = r["ci_low"] <= r["chance"] <= r["ci_high"]
+        rows.append(paper_row(PAPER, "Table 5 (recognition)",
+                              "related judges picking their own student's response, pooled (chance 0.5)",
+                              paper_value=PAPER_RECOGNITION, ours=r["accuracy"], ci_low=r["ci_low"],
+                              ci_high=r["ci_high"], n=int(r["n"]), reproduces=bool(near_chance),
+                              differs=EMBEDDED, overlay=OVERLAY))
+    for r in recognition.get("classifier", []):
+        if r["scope"] != "all":
+            continue
+        rows.append(paper_row(PAPER, "Table 5 (recognition)",
+                              f"linear head on {r.get('encoder', 'a frozen encoder')} naming the student's generator, "
+                              f"held-out prompts (chance {r['chance']:.2f})",
+                              paper_value=PAPER_CLASSIFIER, ours=r["accuracy"], ci_low=r["ci_low"],
+                              ci_high=r["ci_high"], n=int(r["n"]), reproduces=bool(r["ci_low"] > r["chance"]),
+                              differs=EMBEDDED + "; a linear head on a frozen MiniLM, not a fine-tuned BERT",
+                              overlay=OVERLAY))
+    same = {r["condition"]: r for r in summary.get("mitigation", [])
+            if r["metric"] == "pls" and r["tier"] == "same"}
+    plain = same.get("plain")
+    for condition, r in same.items():
+        if condition == "plain" or plain is None:
+            continue
+        lowers = r["ci_high"] < plain["ci_low"]  # the intervals apart, the mitigated one below
+        rows.append(paper_row(PAPER, "mitigation table",
+                              f"PLS under {condition}, same-model judges (plain: {plain['estimate']:+.3f} "
+                              f"[{plain['ci_low']:+.3f}, {plain['ci_high']:+.3f}])",
+                              paper_value=PAPER_MITIGATION, ours=r["estimate"], ci_low=r["ci_low"],
+                              ci_high=r["ci_high"], n=int(r["n"]),
+                              reproduces=lowers if condition == "contextual-calibration" else not lowers,
+                              differs="; ".join(filter(None, (
+                                  EMBEDDED, "held-out half of the prompts, the other half calibrates",
+                                  BY_CONSTRUCTION.get(condition)))),
+                              overlay=OVERLAY))
+    return rows
+
+
+def studies_paper_rows(summary: dict) -> list[dict]:
+    """The data-mixing figure: PLS at the smallest share of the related generator's data, and
+    the slope of PLS on the share."""
+    mixing = summary.get("mixing")
+    if not mixing or not mixing.get("points"):
+        return []
+    lowest, fit = mixing["points"][0], mixing["fit"]
+    styles = ", ".join(summary.get("neutral_styles", []))
+    differs = (EMBEDDED + f"; {summary.get('mixing_student', 'one student')} only, {summary.get('tier')} tier; "
+               f"neutral data: reference answers in {styles} ({summary.get('neutral', 'unrelated')})")
+    return [paper_row(PAPER, "Figure: data mixing", f"PLS at the smallest share ({lowest['share']:g})",
+                      paper_value=PAPER_MIXING, reproduces=_above_zero(lowest), differs=differs, overlay=OVERLAY,
+                      **_ci(lowest)),
+            paper_row(PAPER, "Figure: data mixing", "slope of PLS on the share",
+                      paper_value=PAPER_MIXING, ours=fit["slope"], ci_low=fit["slope_ci_low"],
+                      ci_high=fit["slope_ci_high"], n=int(fit["n_prompts"]),
+                      reproduces=bool(fit["slope_ci_low"] > 0), differs=differs, overlay=OVERLAY)]
