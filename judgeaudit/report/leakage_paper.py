@@ -2,10 +2,10 @@
 the rows of the report's Papers section that the ``audit``, ``robustness`` and
 ``leakage_studies`` stages write (judgeaudit/report/paper_rows.py's contract).
 
-The paper's claims are about signs (a related judge favours its student; recognition is
-hard; the mitigations barely help), so a row reproduces when our CI says the same thing; the
-paper's own figures come from its real models and benchmarks, ours from the embedded tiny
-students and judges, and are set side by side, not matched in size."""
+The paper's findings are about signs (a related judge favours its student; recognition is no
+better than chance; the mitigations barely help), so a row reproduces when our CI says the
+same thing; the paper's own figures come from its real models and benchmarks, ours from the
+embedded tiny students and judges, and are set side by side, not matched in size."""
 
 from __future__ import annotations
 
@@ -16,12 +16,25 @@ OVERLAY = "params-gpu.yaml (vLLM judges and students of real families)"
 EMBEDDED = ("tiny students of our own, distilled (SFT, DPO, ICL) from three generators with planted house "
             "styles, judged by tiny judges of the generators' tiers; the paper's students are Mistral-7B and "
             "Qwen-2.5-14B distilled from GPT-4o, Gemini-1.5 and LLaMA-3.3, judged on Arena-Hard and AlpacaEval 2.0")
-# the paper's figures, from its text (arXiv 2502.01534v3); None: not read offline
-PAPER_LEAKS = "PLS > 0 for related judges of SFT students (Tables 1-2)"
-PAPER_RECOGNITION = "41-53% per judge: near chance, the leakage is implicit (Table 5)"
-PAPER_CLASSIFIER = "82.4%, a fine-tuned BERT naming the student's generator (Table 5)"
+# the paper's figures, read from its repository's table images (resource/exp/*.png at
+# github.com/David-Li0406/Preference-Leakage): Arena-Hard, AlpacaEval 2.0 and their average,
+# the Mistral-7B student with GPT-4o & Gemini-1.5 unless said; None: not read offline
+PAPER_PLS = {
+    "same/sft": "23.6% avg (Arena-Hard 28.7%, AlpacaEval 2.0 18.4%)",
+    "inheritance/sft": "19.3% / 22.3% avg (same / different instructions)",
+    "same_family/sft": "8.9% / 2.8% avg (same / different series)",
+    "same/dpo": "5.2% avg (Arena-Hard 7.7%, AlpacaEval 2.0 2.7%)",
+    "same/icl": "-2.7% avg (Arena-Hard -4.2%, AlpacaEval 2.0 -1.1%): no leakage",
+}
+NO_LEAK = {"same/icl"}  # the paper's finding there is no leakage: reproduced unless our CI is above 0
+PAPER_RECOGNITION = "pairwise 29.8-52.0% (mean 42.0%), pointwise 41.0-53.2%: no better than chance"
+PAPER_CLASSIFIER = "82.4% (BERT, three generators)"
 PAPER_MITIGATION = "the mitigations do not remove the leakage; contextual calibration helps most"
-PAPER_MIXING = "PLS grows with the share of the related generator's data and is present at the smallest share"
+PAPER_MIXING = {  # Figure (b): mixed with manually written data, or with other synthetic data
+    "unrelated": "manual data: 12.1% (Arena-Hard), 3.6% (AlpacaEval 2.0) at 10%; 28.7%, 18.4% at 100%",
+    "every_style": "other synthetic data: 0.5% (Arena-Hard), -0.7% (AlpacaEval 2.0) at 10%; 28.7%, 18.4% at 100%",
+}
+PAPER_MIXING_SLOPE = "PLS rises with the share, both mixtures"
 # where our mitigation is not the paper's and removes the leakage by construction, not by finding
 BY_CONSTRUCTION = {
     "paraphrase": "without attacks.rewriter the paraphrase is a rule that strips the planted style, format "
@@ -49,11 +62,12 @@ def audit_paper_rows(summary: dict) -> list[dict]:
         tier, method = key.split("/")
         table = ("Table 1 (main)" if tier == "same" and method == "sft" else
                  "Table 2 (relatedness)" if method == "sft" else "Table 3 (learning methods)")
-        # the paper's SFT finding is its headline; its DPO and ICL figures were not read offline
-        claim = PAPER_LEAKS if method == "sft" else None
+        above = _above_zero(fig)
+        # Table 3 is the same-model setting: DPO and ICL in the other tiers have no paper figure
         rows.append(paper_row(PAPER, table, f"PLS, {method.upper()} students, {TIERS.get(tier, tier)} judges",
-                              paper_value=claim, reproduces=_above_zero(fig), differs=EMBEDDED,
-                              overlay=OVERLAY, **_ci(fig)))
+                              paper_value=PAPER_PLS.get(key),
+                              reproduces=None if above is None else (not above if key in NO_LEAK else above),
+                              differs=EMBEDDED, overlay=OVERLAY, **_ci(fig)))
     return rows
 
 
@@ -65,11 +79,11 @@ def robustness_paper_rows(summary: dict) -> list[dict]:
     for r in recognition.get("judges", []):
         if r["judge"] != "all related judges":
             continue
-        near_chance = r["ci_low"] <= r["chance"] <= r["ci_high"]
+        # the paper's judges do no better than chance (two of its three pairwise figures below it)
         rows.append(paper_row(PAPER, "Table 5 (recognition)",
-                              "related judges picking their own student's response, pooled (chance 0.5)",
+                              "related judges picking their own student's response, pairwise, pooled (chance 0.5)",
                               paper_value=PAPER_RECOGNITION, ours=r["accuracy"], ci_low=r["ci_low"],
-                              ci_high=r["ci_high"], n=int(r["n"]), reproduces=bool(near_chance),
+                              ci_high=r["ci_high"], n=int(r["n"]), reproduces=not r["ci_low"] > r["chance"],
                               differs=EMBEDDED, overlay=OVERLAY))
     for r in recognition.get("classifier", []):
         if r["scope"] != "all":
@@ -111,10 +125,15 @@ def studies_paper_rows(summary: dict) -> list[dict]:
     styles = ", ".join(summary.get("neutral_styles", []))
     differs = (EMBEDDED + f"; {summary.get('mixing_student', 'one student')} only, {summary.get('tier')} tier; "
                f"neutral data: reference answers in {styles} ({summary.get('neutral', 'unrelated')})")
+    neutral = summary.get("neutral", "unrelated")
+    above = _above_zero(lowest)
+    # manual (unrelated) data: the smallest share leaks; other synthetic data: it does not
+    leaks_as_paper = None if above is None else (above if neutral == "unrelated" else
+                                                 lowest["ci_low"] <= 0 <= lowest["ci_high"])
     return [paper_row(PAPER, "Figure: data mixing", f"PLS at the smallest share ({lowest['share']:g})",
-                      paper_value=PAPER_MIXING, reproduces=_above_zero(lowest), differs=differs, overlay=OVERLAY,
-                      **_ci(lowest)),
+                      paper_value=PAPER_MIXING.get(neutral), reproduces=leaks_as_paper, differs=differs,
+                      overlay=OVERLAY, **_ci(lowest)),
             paper_row(PAPER, "Figure: data mixing", "slope of PLS on the share",
-                      paper_value=PAPER_MIXING, ours=fit["slope"], ci_low=fit["slope_ci_low"],
+                      paper_value=PAPER_MIXING_SLOPE, ours=fit["slope"], ci_low=fit["slope_ci_low"],
                       ci_high=fit["slope_ci_high"], n=int(fit["n_prompts"]),
                       reproduces=bool(fit["slope_ci_low"] > 0), differs=differs, overlay=OVERLAY)]
