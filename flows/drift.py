@@ -15,6 +15,7 @@ def judge_drift(params_path: str = "params.yaml", root: str = "data") -> dict:
 
     from prefect.artifacts import create_table_artifact
 
+    from judgeaudit.audits.drift import label
     from judgeaudit.config import load_params
     from judgeaudit.stages.live_judge import judge_drift as drift_run
 
@@ -24,6 +25,6 @@ def judge_drift(params_path: str = "params.yaml", root: str = "data") -> dict:
     out, table = drift_run(params, Path(root))
     rows = [] if table is None else table.to_dict("records")
     create_table_artifact(key="judge-drift", table=rows or [{"note": "first run: nothing to compare with"}])
-    drifted = [r["figure"] for r in rows if r["drifted"]]
+    drifted = [label(r) for r in rows if r["drifted"]]
     get_run_logger().info("%s: %s", out, f"drifted: {', '.join(drifted)}" if drifted else "no figure drifted")
     return {"folder": str(out), "drifted": drifted}

@@ -187,6 +187,7 @@ def test_a_change_of_model_version_is_reported(server, reference, tmp_path, caps
     assert main(args(server.url, tmp_path, biases="verbosity")) == 0
     first = json.loads((tmp_path / "summary.json").read_text())
     assert first["endpoint_drift"] is False
+    assert "CHANGED" not in (tmp_path / "report.md").read_text()
     assert [v["system_fingerprint"] for v in first["endpoint_versions"]] == ["fp_a"]
     capsys.readouterr()
     server.recorder.fingerprint = "fp_b"  # the endpoint changed under the same name
@@ -198,6 +199,8 @@ def test_a_change_of_model_version_is_reported(server, reference, tmp_path, caps
     assert [v["this_run"] for v in versions] == [False, True]
     out = capsys.readouterr().out
     assert "more than one model version" in out and "fp_a" in out and "fp_b" in out
+    headline = (tmp_path / "report.md").read_text().split("## Biases")[0]  # on the report's first screen
+    assert "**CHANGED**" in headline and headline.index("fp_a") < headline.index("fp_b")
     calls = pd.read_parquet(tmp_path / "calls.parquet")
     assert set(calls["system_fingerprint"]) == {"fp_a", "fp_b"}
 

@@ -31,7 +31,8 @@ def _pairs(flipped) -> pd.DataFrame:
 def test_an_unchanged_judge_shows_no_drift():
     right = _live(lambda i, o: "1" if i % 2 else "2")
     table = drift(right, right.copy(), _pairs(lambda i: i % 3 == 0), _pairs(lambda i: i % 3 == 0), BOOT)
-    assert set(table["figure"]) == {"verdict_change", "accuracy", "position", "verbosity"}
+    assert set(table["figure"]) == {"verdict_change", "accuracy", "position", "position (wrong)", "verbosity"}
+    assert set(zip(table["source"], table["subset"])) == {("llmbar", "all")}  # one subset: the whole only
     assert not table["drifted"].any()
     assert (table["difference"] == 0).all() and (table["n"] > 0).all()
 
@@ -57,3 +58,24 @@ def test_the_control_is_compared_too():
     assert {"verbosity", "control"} <= set(table.index)
     assert table.loc["control", "drifted"] and np.isclose(table.loc["control", "difference"], 0.5)
     assert table.loc["control", "n"] == 40
+
+
+def test_each_figure_is_compared_per_subset_and_as_the_wrong_rate():
+    """A judge changed on one subset only: flagged there and in the whole, not in the other
+    subset; a bias that now turns labelled pairs to the wrong response drifts as its wrong rate."""
+    right = lambda i, o: "1" if i % 2 else "2"  # noqa: E731
+    before = _live(right).assign(subset=lambda f: np.where(f["item_id"].astype(int) < 20, "s", "t"))
+    now = _live(lambda i, o: right(i, o) if i < 20 else ("2" if i % 2 else "1")).assign(subset=before["subset"])
+    pairs = [_pairs(lambda i: False).assign(subset=np.where(np.arange(40) < 20, "s", "t"), turned_wrong=False),
+             _pairs(lambda i: i >= 20).assign(subset=np.where(np.arange(40) < 20, "s", "t"),
+                                              turned_wrong=[i >= 20 for i in range(40)])]
+    table = drift(before, now, *pairs, BOOT)
+    at = table.set_index(["subset", "figure"])
+    assert at.loc[("t", "accuracy"), "drifted"] and not at.loc[("s", "accuracy"), "drifted"]
+    assert at.loc[("all", "accuracy"), "drifted"] and at.loc[("t", "accuracy"), "n"] == 20
+    assert at.loc[("t", "verbosity (wrong)"), "drifted"] and not at.loc[("s", "verbosity (wrong)"), "drifted"]
+    assert np.isclose(at.loc[("t", "verbosity (wrong)"), "difference"], 1.0)
+    from judgeaudit.audits.drift import label
+
+    moved = {label(r) for r in table.to_dict("records") if r["drifted"]}
+    assert "accuracy [llmbar/t]" in moved and "accuracy [llmbar/s]" not in moved

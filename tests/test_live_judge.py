@@ -111,6 +111,8 @@ def test_drift_flags_a_judge_changed_behind_its_name_and_not_an_unchanged_one(se
     assert row["drifted"] and row["ci_low"] > 0 and row["n"] == 24, changed
     summary = json.loads((out / "summary.json").read_text())
     assert summary["drift_against"] == "20260102T000000Z" and any(r["drifted"] for r in summary["drift"])
+    headline = (out / "report.md").read_text().split("## Biases")[0]  # drift on the report's first screen
+    assert "figures drifted against 20260102T000000Z: **" in headline and "verdict_change" in headline
 
 
 def test_the_pointwise_audit_scores_every_range_with_and_without_an_assistant(tiny_lm, tmp_path):
@@ -136,6 +138,82 @@ def test_the_pointwise_audit_scores_every_range_with_and_without_an_assistant(ti
     assert (tmp_path / "scores.png").stat().st_size > 0
     with pytest.raises(ValueError, match="LOW-HIGH"):
         parse_ranges("5-1")
-    remote = type("Remote", (), {"spec": type("S", (), {"backend": "openai"})()})()
-    with pytest.raises(ValueError, match="one token"):
-        check_ranges(remote, [(0, 100)])
+    chat = type("Remote", (), {"spec": type("S", (), {"backend": "openai", "chat_template": "auto"})()})()
+    with pytest.raises(ValueError, match="chat endpoint.*one token"):
+        check_ranges(chat, [(0, 100)])
+    check_ranges(chat, [(1, 5)])
+
+
+def test_an_endpoint_scores_several_token_ranges_by_echo_as_the_local_model_does(tiny_lm, tmp_path,
+                                                                                  monkeypatch):
+    """1-10 through the completions endpoint of `serve` (echo: one request per score and
+    response) against the same model scoring in this process: the same distribution."""
+    import numpy as np
+
+    from judgeaudit.judging.live_items import pairs_to_judge
+    from judgeaudit.judging.live_pointwise import _reference, range_logprobs, score_requests
+    from judgeaudit.models import ModelSpec, load_model
+    from judgeaudit.models.call_plan import PlannedCalls
+    from judgeaudit.serving.app import make_app
+    from judgeaudit.serving.schema import ServeLimits
+    from tests.live_server import live_server
+    from tests.test_audit_judge import Counting
+
+    monkeypatch.setenv("OPENAI_API_KEY", "unused-on-loopback")
+    items, _ = pairs_to_judge([("generic", str(_pairs_file(tmp_path / "pairs.csv")))], limit=3)
+    rows, _ = _reference(items)
+    local = range_logprobs(tiny_lm, rows, 1, 10)
+    counted = Counting(make_app({"tiny": tiny_lm}, ServeLimits(truncate=True)))
+    with live_server(counted) as port:
+        spec = ModelSpec(backend="openai", path="tiny", base_url=f"http://127.0.0.1:{port}/v1",
+                         chat_template="{prompt}", concurrency=8)
+        remote = range_logprobs(load_model(spec, name="tiny"), rows, 1, 10)
+    assert counted.posts == len(rows) * 10  # one echo per score and response
+    assert np.allclose(np.exp(remote), np.exp(local), atol=2e-3), np.abs(np.exp(remote) - np.exp(local)).max()
+    assert np.allclose(np.exp(remote).sum(axis=1), 1.0)
+    planner = PlannedCalls(spec, len)
+    score_requests(planner, items, [(1, 5), (1, 10)])
+    assert len(planner.calls) == len(rows) * (1 + 10)  # a dry run counts them: one-token 1-5, echoed 1-10
+
+
+def test_the_stages_recorded_calls_outlive_its_outputs_as_dvc_keeps_them(tiny_lm, tmp_path, monkeypatch):
+    """DVC deletes a stage's outs before it reruns it, except a persisted one: the calls
+    journal (live_judge_calls, ``persist: true`` in dvc.yaml). With all else under the data
+    root gone, as on a rerun after `dvc pull` in a fresh clone, the stage sends nothing
+    recorded and writes the same tables."""
+    from judgeaudit.runner.dvcyaml import stage_entry
+    from judgeaudit.serving.app import make_app
+    from judgeaudit.serving.schema import ServeLimits
+    from judgeaudit.stages.live_judge import STAGE
+    from tests.test_audit_judge import Counting
+    from tests.live_server import live_server
+
+    assert {"data/live_judge_calls": {"persist": True}} in stage_entry(STAGE)["outs"]
+    monkeypatch.setenv("OPENAI_API_KEY", "unused-on-loopback")
+    counted = Counting(make_app({"tiny": tiny_lm}, ServeLimits(truncate=True)))
+    pairs = _pairs_file(tmp_path / "pairs.csv")
+    root = tmp_path / "data"
+    with live_server(counted) as port:
+        params_path = _params(tmp_path, "unused", pairs, ranges=None, prompt_format="Q: {prompt}\nA:",
+                              base_url=f"http://127.0.0.1:{port}/v1")
+        text = open(params_path).read().replace("judge: hf:unused", "judge: openai:tiny")
+        open(params_path, "w").write(text)
+        execute("live_judge", params_path, root)
+        sent = counted.posts
+        first = {t: pd.read_parquet(root / "live_judge" / f"{t}.parquet") for t in ("verdicts", "battery")}
+        assert sent > 0 and (root / "live_judge_calls" / "calls").is_dir()
+        for path in root.iterdir():  # a fresh clone's `dvc pull` brings the outs; DVC removes the unkept
+            if path.name != "live_judge_calls":
+                shutil.rmtree(path)
+        execute("live_judge", params_path, root)
+        assert counted.posts == sent, "the rerun sent calls the persisted journal holds"
+    for name, table in first.items():
+        pd.testing.assert_frame_equal(pd.read_parquet(root / "live_judge" / f"{name}.parquet"), table)
+    calls = pd.read_parquet(root / "live_judge" / "calls.parquet")
+    assert len(calls) == sent and (calls["status"] == "ok").all()
+
+
+def test_a_stage_left_out_of_params_still_writes_its_persisted_out(tmp_path):
+    root = tmp_path / "data"
+    execute("live_judge", str(ROOT / "params.yaml"), root)
+    assert (root / "live_judge_calls").is_dir() and (root / "live_judge" / "summary.json").is_file()

@@ -4,8 +4,10 @@ here (``tests/planted_judges.py``): a FAIR one, trained on judge prompts carryin
 battery's cues where the right answer wins whatever the cues, and two BIASED ones trained on
 the same prompts where a cue each carries makes its response win. Between them the biased
 judges carry every item of the battery. The pairs audited carry no cue; the battery adds it
-to the loser. Each item must be found (flip-rate CI excluding zero) in the judge carrying it,
-and neither in the fair judge nor in the other biased one; the neutral-edit control in none."""
+to the loser. Each item must be found (CI excluding zero) in the judge carrying it, both as the
+share of verdicts it flips and as the share it turns toward the wrong response (the pairs are
+labelled: the loser is the wrong one), and in neither the fair judge nor the other biased one;
+the neutral-edit control in none."""
 
 from __future__ import annotations
 
@@ -44,15 +46,16 @@ def served_judges(tmp_path_factory):
         yield f"http://127.0.0.1:{port}/v1"
 
 
-def _flip_rates(url: str, judge: str, pairs, out) -> dict[str, dict]:
+def _rates(url: str, judge: str, pairs, out, metric: str = "flip_rate") -> dict[str, dict[str, dict]]:
     """audit-judge on ``judge`` (prompted mode, through the chat endpoint), the whole
-    battery: each item's flip rate as summary.json gives it."""
+    battery: each metric's figures per item as summary.json gives them."""
     assert main(["audit-judge", "--judge", f"openai:{judge}", "--base-url", url, "--data", f"generic={pairs}",
                  "--mode", "prompted", "--biases", "all", "--n-boot", "1000", "--out", str(out),
                  "--params", "none.yaml"]) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["unparseable"] == 0
-    return {bias: figures["flip_rate"] for bias, figures in summary["biases"].items()}
+    return {metric: {bias: figures[metric] for bias, figures in summary["biases"].items()}
+            for metric in ("flip_rate", "wrong_rate")}
 
 
 def _table(rates: dict[str, dict[str, dict]]) -> str:
@@ -77,8 +80,17 @@ def test_the_biased_judges_carry_every_item_of_the_battery():
 def test_each_planted_bias_is_found_in_its_judge_and_nowhere_else(served_judges, tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "unused-on-loopback")
     pairs = audit_pairs(40, seed=1, out=tmp_path / "pairs.jsonl")
-    rates = {judge: _flip_rates(served_judges, judge, pairs, tmp_path / judge) for judge in JUDGES}
+    both = {judge: _rates(served_judges, judge, pairs, tmp_path / judge) for judge in JUDGES}
+    wrong = {judge: both[judge]["wrong_rate"] for judge in JUDGES}
+    rates = {judge: both[judge]["flip_rate"] for judge in JUDGES}
     print(f"\nflip rate per battery item (seed {SEED}; * found: CI low > 0)\n" + _table(rates))
+    print("\nshare turned toward the wrong response\n" + _table(wrong))
+    for carrier, items in CARRIED.items():  # the flips of a planted cue go to the loser it was put on
+        for item in items:
+            assert wrong[carrier][item]["found"], (carrier, item, wrong[carrier][item])
+            for other in JUDGES:
+                if other != carrier:
+                    assert not wrong[other][item]["found"], (other, item, wrong[other][item])
     for judge in JUDGES:
         control = rates[judge][CONTROL]
         assert not control["found"] and control["ci_low"] == 0, (judge, control)

@@ -152,3 +152,39 @@ def test_the_assistants_calls_are_recorded_a_rerun_sends_none_and_replay_needs_n
     assert main(argv(tmp_path / "a", "--replay")) == 0  # the endpoint is gone
     same(tmp_path / "first", tmp_path / "a", tables)
     assert endpoint.requests == sent
+
+
+def test_dry_run_counts_every_roles_calls_and_prices_them_from_params(server, tmp_path, capsys):
+    """--dry-run with self-enhancement and the pointwise audit (1-10, scored by echo) against
+    the real run's requests, the server's own count; the cost from params.yaml's price table
+    equal to the same prices given on the command line."""
+    import re
+
+    import yaml
+
+    from tests.conftest import ROOT
+
+    argv = ["audit-judge", "--judge", "openai:tiny", "--self-enhancement", "openai:ref", "--answer-tokens", "8",
+            "--ranges", "1-10", "--base-url", server.url, *BASE]
+    server.reset()
+    capsys.readouterr()
+    assert main([*argv, "--out", str(tmp_path / "dry"), "--dry-run", "--price-per-mtok", "2.5,10"]) == 0
+    printed = capsys.readouterr().out
+    planned = int(re.search(r"dry run: (\d+) requests", printed).group(1))
+    assert "for the pointwise scores" in printed and "for self-enhancement, the reference" in printed
+    cost = re.search(r"cost \$([0-9.]+)", printed).group(1)
+    answered = server.reset()
+    assert main([*argv, "--out", str(tmp_path / "real")]) == 0
+    summary = json.loads((tmp_path / "real" / "summary.json").read_text())
+    attacked = pd.read_parquet(tmp_path / "real" / "battery_pairs.parquet")
+    assert len(attacked) == summary["pairs"] * 2  # verbosity and the control on every pair: the plan is exact
+    assert planned == len(answered), (planned, len(answered))
+
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params["live_judge"] = {"judge": "openai:tiny", "data": [{"source": "llmbar", "path": str(LLMBAR)}],
+                            "prices": {"tiny": [2.5, 10], "ref": [2.5, 10]}}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    at = [a if a != "none.yaml" else str(tmp_path / "params.yaml") for a in argv]
+    capsys.readouterr()
+    assert main([*at, "--out", str(tmp_path / "dry"), "--dry-run"]) == 0
+    assert f"cost ${cost}" in capsys.readouterr().out

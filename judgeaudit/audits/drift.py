@@ -9,7 +9,11 @@ over the items both audits judged, and is flagged where the CI excludes zero.
   items.
 - ``position``: whether the item's verdict changes between the two orders.
 - ``<bias>``: whether the bias flipped the pair, on pairs attacked in both audits (the
-  attacked side follows the clean verdict, so a pair may be attacked in one audit only).
+  attacked side follows the clean verdict, so a pair may be attacked in one audit only);
+  ``<bias> (wrong)``: whether it turned a labelled pair to the wrong response (and
+  ``position (wrong)``: whether one order's verdict is wrong where the other's is right).
+- Every figure whole, per source and per subset (where there are several), as the battery
+  reports them. The content-blind baselines do not depend on the judge: nothing to drift.
   The neutral-edit ``control`` is one of them: a judge grown more (or less) sensitive to
   any edit at all drifts there.
 """
@@ -20,11 +24,19 @@ import numpy as np
 import pandas as pd
 
 from judgeaudit.audits.baselines import item_credits
-from judgeaudit.audits.bias_battery import order_changes
+from judgeaudit.audits.bias_battery import order_changes, subset_groups
 from judgeaudit.audits.stats import BootstrapSettings, clustered_share, paired_bootstrap
 
 ITEM = ["source", "subset", "item_id"]
-COLUMNS = ["figure", "before", "now", "difference", "ci_low", "ci_high", "n", "drifted"]
+COLUMNS = ["source", "subset", "figure", "before", "now", "difference", "ci_low", "ci_high", "n", "drifted"]
+WRONG = " (wrong)"  # a bias's wrong-rate figure: the bias's name and this
+
+
+def label(row) -> str:
+    """A drift row's name: its figure, and its source and subset where it is not the whole."""
+    if row["source"] == "all":
+        return row["figure"]
+    return row["figure"] + (f" [{row['source']}]" if row["subset"] == "all" else f" [{row['source']}/{row['subset']}]")
 
 
 def _diff(name: str, before: pd.Series, now: pd.Series, boot: BootstrapSettings) -> dict | None:
@@ -43,28 +55,60 @@ def _per_item(frame: pd.DataFrame, column: str) -> pd.Series:
     return frame.set_index(ITEM)[column].astype(float)
 
 
+def _in(index: pd.MultiIndex | pd.DataFrame, source: str, subset: str) -> np.ndarray:
+    """Which rows of ``index`` (by its source and subset) fall in the scope (source, subset)."""
+    get = index.get_level_values if isinstance(index, pd.MultiIndex) else index.__getitem__
+    keep = np.ones(len(index), dtype=bool)
+    if source != "all":
+        keep &= np.asarray(get("source")) == source
+    if subset != "all":
+        keep &= np.asarray(get("subset")) == subset
+    return keep
+
+
+def _figures(before_live, now_live, before_pairs, now_pairs) -> list[tuple[str, pd.Series, pd.Series]]:
+    """(figure, before, now): the per-item values each figure averages, in both audits."""
+    out = []
+    credits = [item_credits(live) for live in (before_live, now_live)]
+    if all(len(c) for c in credits):
+        out.append(("accuracy", *(_per_item(c, "judge") for c in credits)))
+    changes = [order_changes(live) for live in (before_live, now_live)]
+    if all(len(c) for c in changes):
+        out.append(("position", *(_per_item(c.dropna(subset=["changed"]), "changed") for c in changes)))
+        out.append(("position" + WRONG, *(_per_item(c.dropna(subset=["wrong_by_order"]), "wrong_by_order")
+                                          for c in changes)))
+    if len(before_pairs) and len(now_pairs):
+        for bias in sorted(set(before_pairs["bias"]) & set(now_pairs["bias"])):
+            parts = [p[(p["bias"] == bias)] for p in (before_pairs, now_pairs)]
+            out.append((bias, *(_per_item(p.dropna(subset=["flipped"]), "flipped") for p in parts)))
+            if all("turned_wrong" in p for p in parts):
+                out.append((bias + WRONG, *(_per_item(p.dropna(subset=["turned_wrong"]), "turned_wrong")
+                                            for p in parts)))
+    return out
+
+
 def drift(before_live: pd.DataFrame, now_live: pd.DataFrame, before_pairs: pd.DataFrame,
           now_pairs: pd.DataFrame, boot: BootstrapSettings) -> pd.DataFrame:
-    """One row per figure (``COLUMNS``) of the audit ``now`` against ``before``: clean verdicts
-    (``*_live``) and battery pairs (``*_pairs``) of ``judging.battery.BatteryRun``."""
+    """One row per figure and scope (``COLUMNS``) of the audit ``now`` against ``before``:
+    clean verdicts (``*_live``) and battery pairs (``*_pairs``) of
+    ``judging.battery.BatteryRun``; each figure whole, per source and per subset, as the
+    battery reports them (``bias_battery.subset_groups``). ``<bias> (wrong)``: the share of
+    labelled pairs the bias turned to the wrong response."""
     keys = [*ITEM, "order"]
     verdicts = before_live.set_index(keys)["verdict"].to_frame("before").join(
         now_live.set_index(keys)["verdict"].rename("now"), how="inner").reset_index()
+    figures = _figures(before_live, now_live, before_pairs, now_pairs)
     rows = []
-    if len(verdicts):
-        est = clustered_share((verdicts["before"] != verdicts["now"]).to_numpy(),
-                              verdicts[ITEM].astype(str).agg("/".join, axis=1).to_numpy(),
+    for source, subset, part in subset_groups(verdicts) if len(verdicts) else ():
+        scope = {"source": source, "subset": subset}
+        est = clustered_share((part["before"] != part["now"]).to_numpy(),
+                              part[ITEM].astype(str).agg("/".join, axis=1).to_numpy(),
                               n_boot=boot.n_boot, confidence=boot.confidence, seed=boot.seed)
-        rows.append({"figure": "verdict_change", "before": 0.0, "now": est.estimate, "difference": est.estimate,
-                     "ci_low": est.ci_low, "ci_high": est.ci_high, "n": est.n, "drifted": bool(est.ci_low > 0)})
-    credits = [item_credits(live) for live in (before_live, now_live)]
-    if all(len(c) for c in credits):
-        rows.append(_diff("accuracy", *(_per_item(c, "judge") for c in credits), boot))
-    changes = [order_changes(live) for live in (before_live, now_live)]
-    if all(len(c) for c in changes):
-        rows.append(_diff("position", *(_per_item(c.dropna(subset=["changed"]), "changed") for c in changes), boot))
-    if len(before_pairs) and len(now_pairs):
-        for bias in sorted(set(before_pairs["bias"]) & set(now_pairs["bias"])):
-            parts = [p[(p["bias"] == bias)].dropna(subset=["flipped"]) for p in (before_pairs, now_pairs)]
-            rows.append(_diff(bias, *(_per_item(p, "flipped") for p in parts), boot))
-    return pd.DataFrame([r for r in rows if r is not None], columns=COLUMNS)
+        rows.append({**scope, "figure": "verdict_change", "before": 0.0, "now": est.estimate,
+                     "difference": est.estimate, "ci_low": est.ci_low, "ci_high": est.ci_high, "n": est.n,
+                     "drifted": bool(est.ci_low > 0)})
+        for name, before, now in figures:
+            row = _diff(name, before[_in(before.index, source, subset)], now[_in(now.index, source, subset)], boot)
+            if row is not None:
+                rows.append({**scope, **row})
+    return pd.DataFrame(rows, columns=COLUMNS)

@@ -65,7 +65,8 @@ def add_audit_judge(sub: argparse._SubParsersAction) -> None:
                    help="a local Hugging Face tokenizer folder to count tokens with (--dry-run, --budget); "
                         f"default: an hf: judge's own, else about {CHARS_PER_TOKEN:g} characters a token")
     p.add_argument("--price-per-mtok", metavar="IN,OUT", type=_prices,
-                   help="dollars per million prompt (IN) and completion (OUT) tokens, for --dry-run's cost")
+                   help="dollars per million prompt (IN) and completion (OUT) tokens, for --dry-run's cost "
+                        "(of every model the audit asks that live_judge.prices does not name)")
     p.add_argument("--budget", type=int, metavar="TOKENS",
                    help="openai: stop before this run's requests could spend more than TOKENS tokens "
                         "(prompt + completion, as the endpoint's usage reports them, else counted); what was "
@@ -87,13 +88,7 @@ def price_per_mtok(args: argparse.Namespace, params) -> tuple[float, float] | No
     """The judge's prices: ``--price-per-mtok``, else params.yaml's price table for the
     judge (``live_judge.prices``: model name -> [IN, OUT] dollars per million tokens), else
     None (no cost printed)."""
-    if args.price_per_mtok is not None:
-        return args.price_per_mtok
-    section = getattr(params, "live_judge", None)
-    table = section.prices if section is not None else {}
-    name = args.judge.partition(":")[2] if args.judge.startswith("openai:") else args.judge
-    found = table.get(args.judge, table.get(name))
-    return tuple(found) if found is not None else None
+    return args.price_per_mtok if args.price_per_mtok is not None else _price_of(args.judge, params)
 
 
 def _sources(values: list[str]) -> list[tuple[str, str]]:
@@ -144,7 +139,7 @@ def _audit_judge(args: argparse.Namespace) -> int:
     items, notes = pairs_to_judge(_sources(args.data), args.limit, args.seed)
     tokenizer = args.tokenizer or (spec.path if spec.backend == "transformers" else None)
     if args.dry_run:
-        return _dry_run(args, spec, settings, items, biases, tokenizer, price_per_mtok(args, params))
+        return _dry_run(args, specs, settings, items, biases, tokenizer, price_per_mtok(args, params), params)
     models = {role: load_model(s, name={"judge": args.judge, **roles}[role]) for role, s in specs.items()}
     model = models["judge"]
     journals = journals_of(models)
@@ -180,7 +175,9 @@ def _audit_judge(args: argparse.Namespace) -> int:
     if journals:
         _print_calls(audit.screen.summary)
     if audit.drift is not None:
-        moved = audit.drift[audit.drift["drifted"]]["figure"].tolist()
+        from judgeaudit.audits.drift import label
+
+        moved = [label(r) for r in audit.drift.to_dict("records") if r["drifted"]]
         print(f"drift against {args.drift_against}: " + (", ".join(moved) + " drifted" if moved else "no figure drifted"))
     print(f"judgeaudit: the judge's screen in {report}")
     return 0
@@ -217,49 +214,111 @@ def _print_calls(summary: dict) -> None:
               f"calls: {seen}")
 
 
-def _dry_run(args, spec, settings, items, biases, tokenizer: str | None, prices) -> int:
-    """What the audit would send, counted without calling: the clean verdicts, then every
-    bias on every pair as if the judge decided them all (the battery attacks only decided
-    pairs: the requests are an upper bound). Which response a bias attacks depends on the
-    verdicts, so the tokens are the mean of two plans: every first response attacked, and
-    every second."""
-    from judgeaudit.judging.battery import run_battery
-    from judgeaudit.judging.benchmark import judge_items
+def _price_of(text: str, params) -> tuple[float, float] | None:
+    """params.yaml's price table entry for the judge ``text`` names (a spec or its model name)."""
+    section = getattr(params, "live_judge", None)
+    table = section.prices if section is not None else {}
+    found = table.get(text, table.get(text.partition(":")[2] if text.startswith("openai:") else text))
+    return tuple(found) if found is not None else None
+
+
+def _planner(args, spec, count, name):
+    """A dry run's stand-in for the model of ``spec``, with its recorded calls where it has any."""
     from judgeaudit.models.call_plan import PlannedCalls
-    from judgeaudit.models.call_record import CallJournal, token_counter
+    from judgeaudit.models.call_record import CallJournal
     from judgeaudit.models.judge_spec import judge_identity
     from judgeaudit.models.openai_api import journal_path
 
     journal = CallJournal(journal_path(spec), judge_identity(spec)) if spec.backend == "openai" else None
+    return PlannedCalls(spec, count, journal, name=name)
+
+
+def _dry_run(args, specs, settings, items, biases, tokenizer: str | None, prices, params) -> int:
+    """What the audit would send, counted without calling: the clean verdicts, then every
+    bias on every pair as if the judge decided them all (the battery attacks only decided
+    pairs: the requests are an upper bound). Which response a bias attacks depends on the
+    verdicts, so the tokens are the mean of two plans: every first response attacked, and
+    every second. Then the calls of the other parts asked for, each role's on its own
+    prices: the pointwise scores (the judge's and the assistant's) and self-enhancement
+    (the judge's own answers, then both judges on them)."""
+    from judgeaudit.judging.battery import run_battery
+    from judgeaudit.judging.benchmark import judge_items
+    from judgeaudit.models.call_record import token_counter
+
+    spec = specs["judge"]
     count = token_counter(tokenizer)
+    journal = _planner(args, spec, count, args.judge).journal
     known = _recorded_verdicts(args, spec, settings, items) if journal is not None and journal.ok else None
     plans = []
     for winner in ("1", "2") if known is None else (None,):  # "1": the second response attacked
-        planner = PlannedCalls(spec, count, journal, name=args.judge)
+        planner = _planner(args, spec, count, args.judge)
         live = judge_items(planner, args.judge, args.mode, settings, items, seed=args.seed)
         run_battery(planner, args.judge, args.mode, settings, items, biases,
                     live=known if known is not None else live.assign(verdict=winner), seed=args.seed)
         plans.append(planner.summary(prices))
     plans = plans * (3 - len(plans))
     plan = {k: None if plans[0][k] is None else round((plans[0][k] + plans[1][k]) / 2, 6) for k in plans[0]}
+    parts = _other_parts(args, specs, settings, items, count, prices, params, planner)
+    for part in parts.values():
+        for k in plan:
+            plan[k] = None if plan[k] is None or part[k] is None else round(plan[k] + part[k], 6)
     counted = f"counted with the tokenizer in {tokenizer}" if tokenizer else \
         f"estimated at {CHARS_PER_TOKEN:g} characters a token (give --tokenizer to count them)"
     bound = "the clean verdicts recorded: the pairs the battery attacks known" if known is not None else \
         "an upper bound: every pair decided, so every pair attacked"
+    also = "".join(f" + {p['requests']:.0f} for {name}" for name, p in parts.items())
     print(f"judgeaudit: dry run: {plan['requests']:.0f} requests for {len(items)} pairs in both orders and "
-          f"{len(biases)} biases ({bound}), "
+          f"{len(biases)} biases ({bound}){also}, "
           f"{plan['prompt_tokens']:.0f} prompt tokens, {counted}")
     if journal is not None:
         print(f"judgeaudit: {plan['requests'] - plan['to_send']:.0f} of them recorded in {args.out}: "
               f"{plan['to_send']:.0f} to send, {plan['prompt_tokens_to_send']:.0f} prompt tokens and at most "
               f"{plan['completion_tokens_max_to_send']:.0f} completion tokens")
-    if args.self_enhancement or (args.ranges and args.assistant):
-        print("judgeaudit: not counted: the calls of --self-enhancement (the judge's own answers, then both judges "
-              "on them) and of --ranges/--assistant")
+    if args.self_enhancement:
+        print(f"judgeaudit: the judge's own answers are written in the run: the prompts judging them are counted "
+              f"without them (up to {args.answer_tokens} tokens more each)")
     print("judgeaudit: cost " + (f"${plan['cost_usd']:.4f} at ${prices[0]:g} / ${prices[1]:g} per million "
-                                  "prompt / completion tokens (an upper bound)" if prices else
-                                  "unknown: give --price-per-mtok IN,OUT"))
+                                  "prompt / completion tokens (an upper bound)" if plan["cost_usd"] is not None else
+                                  "unknown: give --price-per-mtok IN,OUT (or live_judge.prices for every model)"))
     return 0
+
+
+def _other_parts(args, specs, settings, items, count, prices, params, battery) -> dict[str, dict]:
+    """The planned calls of the pointwise audit and of self-enhancement, by part and role;
+    the judge's less those its ``battery`` planner already holds (asked again in the run,
+    they are answered from its records: a likelihood judge's clean verdicts score the
+    responses self-enhancement pairs its own answers with)."""
+    from judgeaudit.audits.stats import BootstrapSettings
+    from judgeaudit.judging.live_pointwise import parse_ranges, score_requests
+    from judgeaudit.stages.live_judge import self_enhancement
+
+    parts: dict[str, dict] = {}
+    ranges = parse_ranges(args.ranges) if args.ranges else []
+    def beyond(planner) -> dict:
+        before, after = battery.summary(prices), planner.summary(prices)
+        return {k: None if after[k] is None else after[k] - before[k] for k in after}
+
+    def judge_after_battery():
+        judge = _planner(args, specs["judge"], count, args.judge)
+        judge.calls = list(battery.calls)
+        return judge
+
+    if ranges:
+        judge = judge_after_battery()
+        score_requests(judge, items, ranges)
+        parts["the pointwise scores"] = beyond(judge)
+        if "assistant" in specs:
+            assistant = _planner(args, specs["assistant"], count, args.assistant)
+            score_requests(assistant, items, ranges)
+            parts["the assistant's scores"] = assistant.summary(_price_of(args.assistant, params) or args.price_per_mtok)
+    if args.self_enhancement:
+        judge = judge_after_battery()
+        reference = _planner(args, specs["reference"], count, args.self_enhancement)
+        self_enhancement(judge, args.judge, reference, args.self_enhancement, args.mode, settings, items,
+                         BootstrapSettings(100, args.confidence, args.seed), args.seed, args.answer_tokens)
+        parts["self-enhancement, the judge"] = beyond(judge)
+        parts["self-enhancement, the reference"] = reference.summary(_price_of(args.self_enhancement, params) or args.price_per_mtok)
+    return parts
 
 
 def _recorded_verdicts(args, spec, settings, items):

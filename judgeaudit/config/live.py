@@ -4,6 +4,8 @@ audits it from the command line."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field
 
 from judgeaudit.config.fields import Strict
@@ -38,5 +40,6 @@ class LiveJudge(Strict):
     # writes its own answer (up to ``answer_tokens``) to each prompt; both judge those pairs
     self_enhancement: str | None = None
     answer_tokens: int = Field(default=256, ge=1)
-    # USD per million tokens (prompt, completion) by model name, for the cost --dry-run prints
-    prices: dict[str, tuple[float, float]] = {}
+    # USD per million tokens [prompt, completion] by model name, for the cost --dry-run prints
+    # (a YAML list: strict settings take no list for a tuple)
+    prices: dict[str, Annotated[list[Annotated[float, Field(ge=0)]], Field(min_length=2, max_length=2)]] = {}

@@ -1,10 +1,12 @@
 """The judge's screen as Markdown: the headline figures first (accuracy, agreement between
-orders, each bias with its CI), then the baselines and the subsets they call into question."""
+orders, drift against the previous audit, a change of the endpoint's reported model), each
+bias with its CI, then the baselines and the subsets they call into question."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from judgeaudit.audits.drift import label
 from judgeaudit.audits.judge_screen import JudgeScreen
 
 
@@ -25,6 +27,23 @@ def verdict_text(metrics: dict) -> str:
     return "FOUND (not beyond control)" if compared and not any(compared) else "FOUND"
 
 
+def drift_text(s: dict) -> str:
+    """The headline's drift cell: how many figures drifted against which audit, and which."""
+    if not s.get("drift"):
+        return "no earlier audit compared" if s.get("drift_against") is None else "nothing comparable"
+    moved = [label(r) for r in s["drift"] if r["drifted"]]
+    named = f": **{', '.join(moved)}**" if moved else ""
+    return f"{len(moved)} of {len(s['drift'])} figures drifted against {s.get('drift_against')}{named}"
+
+
+def endpoint_text(versions: list[dict]) -> str:
+    """The headline's endpoint cell: the model (and fingerprint) the endpoint reported, and
+    a CHANGE where the records hold more than one."""
+    named = [f"{v['model'] or 'no model named'}" + (f" ({v['system_fingerprint']})" if v.get("system_fingerprint") else "")
+             + f", {v['calls']} calls from {v['first_seen']}" for v in versions]
+    return ("**CHANGED**: " if len(versions) > 1 else "") + "; then ".join(named)
+
+
 def screen_markdown(screen: JudgeScreen) -> str:
     s = screen.summary
     lines = [f"# Judge audit: {s.get('judge')} ({s.get('strategy')})", "",
@@ -32,7 +51,11 @@ def screen_markdown(screen: JudgeScreen) -> str:
              f"{s['unparseable']} of {s['verdicts']} verdicts unparseable.", "",
              "| figure | estimate [CI] (n) |", "|---|---|",
              f"| accuracy (labelled pairs) | {figure_text(s.get('accuracy'))} |",
-             f"| agreement between the two orders | {figure_text(s.get('order_agreement'))} |", "",
+             f"| agreement between the two orders | {figure_text(s.get('order_agreement'))} |",
+             f"| drift against the previous audit | {drift_text(s)} |"]
+    if s.get("endpoint_versions"):
+        lines.append(f"| model the endpoint reported | {endpoint_text(s['endpoint_versions'])} |")
+    lines += ["",
              "## Biases", "", "Flip rate: the share of decided pairs the bias turns to the response the judge "
              "made lose. Wrong rate: the share of labelled pairs it turns to the wrong response. "
              "Found: the CI excludes zero. Vs control: the flip rate minus the neutral-edit control's on the "
@@ -71,7 +94,7 @@ def screen_markdown(screen: JudgeScreen) -> str:
     if s.get("drift"):
         lines += ["", "## Drift against the previous audit", "", "| figure | before | now | difference | drifted |",
                   "|---|---|---|---|---|"]
-        lines += [f"| {r['figure']} | {r['before']:.3f} | {r['now']:.3f} | "
+        lines += [f"| {label(r)} | {r['before']:.3f} | {r['now']:.3f} | "
                   f"{figure_text({'estimate': r['difference'], 'ci_low': r['ci_low'], 'ci_high': r['ci_high'], 'n': r['n']})} | "
                   f"{'**yes**' if r['drifted'] else 'no'} |" for r in s["drift"]]
     if s.get("notes"):

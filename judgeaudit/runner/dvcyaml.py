@@ -102,7 +102,8 @@ def stage_entry(s: Stage, data: str = "data") -> dict:
     entry: dict = {"cmd": f"python -m flows.run {s.name}",
                    "deps": code_deps(stage_code(s.name)) + [f"{data}/{d}" for d in s.deps],
                    "params": list(dict.fromkeys((*RUNTIME, *s.params))),
-                   "outs": [f"{data}/{o}" for o in s.outs]}
+                   "outs": [{f"{data}/{o}": {"persist": True}} if o in s.persist else f"{data}/{o}"
+                            for o in s.outs]}
     if s.committed:  # beside dvc.lock in git, so `dvc metrics diff` on a fresh clone has the committed figures
         entry["metrics"] = [{f"{data}/{o}": {"cache": False}} for o in s.committed]
     return entry

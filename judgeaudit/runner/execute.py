@@ -72,6 +72,8 @@ def execute(name: str, params_path: str | Path = "params.yaml", root: str | Path
         print(f"judgeaudit: removed {path}, left by an interrupted write", file=sys.stderr)
     layout = Layout(Path(root))
     if stage.section is not None and getattr(params, stage.section) is None:
+        for kept in stage.persist:  # DVC wants every out, a kept record even while unused
+            (layout.root / kept).mkdir(parents=True, exist_ok=True)
         return empty_summary(layout.root / stage.outs[0])
     started = time.monotonic()
     tables = {table: read(table_path(table, layout.root), table, layout) for table in stage.reads}

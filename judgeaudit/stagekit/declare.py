@@ -51,11 +51,16 @@ class Stage:
     metrics: tuple[str, ...] = ()            # files of its outs that `dvc metrics` reads
     plots: tuple[tuple[str, dict], ...] = ()  # (file of its outs, DVC plot properties)
     committed: tuple[str, ...] = ()          # metrics files it writes that git keeps (``cache: false``)
+    # outs DVC keeps when it reruns the stage (``persist: true``): a record the next run reads,
+    # as live_judge's endpoint calls, so a rerun after ``dvc pull`` sends nothing recorded
+    persist: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         unknown = [t for t in self.reads if t not in TABLES]
         if unknown:
             raise ValueError(f"stage {self.name}: unknown tables {unknown}; known: {', '.join(TABLES)}")
+        if stray := [o for o in self.persist if o not in self.outs]:
+            raise ValueError(f"stage {self.name}: persist {stray} are not among its outs {list(self.outs)}")
 
 
 def table_path(table: str, root: Path) -> Path:

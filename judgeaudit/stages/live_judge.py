@@ -1,7 +1,8 @@
 """Stage ``live_judge``: the judge a team uses (params.yaml's ``live_judge`` section), on real
 pairs in both orders, through the bias battery beside the content-blind baselines, as
-``judgeaudit audit-judge`` runs it from the command line. Its endpoint calls are kept in
-``<root>/cache/live_judge`` so a rerun sends nothing already answered.
+``judgeaudit audit-judge`` runs it from the command line. Its endpoint calls are journalled
+in ``<root>/live_judge_calls``, an out DVC versions and keeps between runs (``persist``), so a
+rerun, here or after ``dvc pull`` elsewhere, sends nothing already answered.
 
 Drift (``judge_drift``, the scheduled deployment): the same judge re-judges the same pinned
 pairs with fresh calls, into a folder of its own per run, and every figure is compared with
@@ -41,8 +42,9 @@ STAGE = Stage(
     name="live_judge",
     params=("seed", "audit.confidence", "judge", *MODELS, "live_judge"),
     deps=("models",),  # a judge named from params.yaml's models may be an embedded one
-    outs=("live_judge",),
+    outs=("live_judge", "live_judge_calls"),
     section="live_judge",
+    persist=("live_judge_calls",),
 )
 
 log = logging.getLogger(__name__)
@@ -254,9 +256,22 @@ def _identity(folder: Path) -> str | None:
     return json.loads((folder / "summary.json").read_text()).get("identity")
 
 
+def stage_calls(root: Path) -> Path:
+    """The judge's journal of the stage (the other roles' beside it, ``role_calls``); the
+    journals an earlier version kept in the unversioned ``<root>/cache`` move there first."""
+    calls = root / "live_judge_calls" / "calls"
+    for role in ROLES:
+        old, new = role_calls(root / "cache" / "live_judge", role), role_calls(calls, role)
+        if old.exists() and not new.exists():
+            new.parent.mkdir(parents=True, exist_ok=True)
+            old.rename(new)
+            log.warning("moved the recorded calls %s to %s, where DVC versions them", old, new)
+    return calls
+
+
 def run(params: Params, layout: Layout, tables: dict[str, pd.DataFrame], pool: Pool) -> dict:
     out = layout.root / "live_judge"
-    audit, journals = audit_section(params, layout.root, layout.root / "cache" / "live_judge", steps=pool.bar)
+    audit, journals = audit_section(params, layout.root, stage_calls(layout.root), steps=pool.bar)
     write_live(audit, out, journals)
     for note in audit.screen.summary.get("notes", []):
         log.warning(note)
