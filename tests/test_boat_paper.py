@@ -152,3 +152,37 @@ def test_paper_rows_for_every_main_table():
                            "Probing task (agents as evaluators)", "Table 1"}
     assert all(r["paper_value"] is None and r["overlay"] == "params-gpu.yaml boat" for r in rows)
     assert [r["ours"] for r in rows if r["table"] == "Table 1"] == [-0.5]
+
+
+def test_each_intervention_alone_against_the_mcq_not_the_generated_vanilla(tiny_lm):
+    """GSM8K's vanilla is generated; the interventions are scored as MCQs by log-probabilities.
+    An intervention that changes nothing must change nothing, whatever the two formats score."""
+    from pathlib import Path
+
+    from judgeaudit.audits.boat_eval import (boat_runs, boat_summary, generate_correct, predict, single_effects,
+                                             single_runs)
+    from judgeaudit.sources.mcq_benchmarks import read_gsm8k
+
+    found = read_gsm8k(Path(__file__).parent / "data" / "gsm8k", n_items=8, seed=0)
+    runs = boat_runs(tiny_lm, found.items, runs=1, vanilla="generate", max_new_tokens=6)
+    no_shots = [[] for _ in found.items]
+    generated = generate_correct(tiny_lm, found.items, no_shots, max_new_tokens=6)
+    mcq = predict(tiny_lm, found.items, no_shots)
+    assert runs.vanilla_correct.tolist() == generated and sum(generated) != sum(mcq)  # the formats score apart
+    # the empty bag, scored as every intervention is: delta 0 exactly
+    rng = random.Random(0)
+    unchanged = [apply_bag(item, (), rng, found.items) for item in found.items]
+    alone = pd.DataFrame({"run": 0, "intervention": "nothing", "item": range(len(found.items)),
+                          "correct": predict(tiny_lm, unchanged, no_shots)})
+    stats = dict(n_boot=200, confidence=0.95, seed=0)
+    nothing = single_effects(alone, runs, **stats).iloc[0]
+    assert nothing.delta == 0 and nothing.delta_ci_low == nothing.delta_ci_high == 0
+    assert nothing.accuracy == sum(mcq) / len(mcq) and runs.vanilla_mcq_correct.tolist() == mcq
+    # the generated vanilla stays the summary's (the paper's) vanilla figure
+    assert boat_summary(runs, **stats)["vanilla"]["accuracy"] == sum(generated) / len(generated)
+    # and every intervention's change is from the MCQ baseline over the items it was applied to
+    each = single_runs(tiny_lm, found.items, runs=1, seed=0)
+    effects = single_effects(each, runs, **stats).set_index("intervention")
+    base = runs.set_index("item").vanilla_mcq_correct.astype(float)
+    for name, g in each.groupby("intervention"):
+        assert effects.loc[name, "accuracy"] - effects.loc[name, "delta"] == pytest.approx(base[g.item].mean())

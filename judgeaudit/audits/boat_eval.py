@@ -9,7 +9,10 @@ Interventions draw their distractor question from the other items of the same da
 
 Vanilla is the plain MCQ (``vanilla="mcq"``), or, for word problems (GSM8K), as in the
 paper, the answer the model generates for the question alone, greedily, exact match on
-its first number (``vanilla="generate"``; ours: ``"mcq"``, the four-option item).
+its first number (``vanilla="generate"``; ours: ``"mcq"``, the four-option item). Each
+intervention alone is measured against the un-intervened item scored as it is (the plain
+MCQ, ``vanilla_mcq_correct``), so that a generated vanilla's change of format is not read
+as the intervention's effect.
 """
 
 from __future__ import annotations
@@ -106,8 +109,9 @@ def boat_runs(model: LanguageModel, items: Sequence[MCQ], *, runs: int = 5, shot
               shot_pool: Sequence[MCQ] | Sequence[Sequence[MCQ]] = (), seed: int = 0,
               shot_bags: str = "same", jitter_kind: str = "question_jitter", vanilla: str = "mcq",
               max_new_tokens: int = 16) -> pd.DataFrame:
-    """One row per (run, item): vanilla and BOAT correctness and the bag applied.
-    ``shot_pool``: one pool for every item, or one per item (e.g. MMLU's subject dev sets)."""
+    """One row per (run, item): vanilla and BOAT correctness, the plain MCQ's (the vanilla
+    one unless ``vanilla="generate"``, then asked as well, with the same shots) and the bag
+    applied. ``shot_pool``: one pool for every item, or one per item (e.g. MMLU's subject dev sets)."""
     if vanilla not in ("mcq", "generate"):
         raise ValueError(f"unknown vanilla {vanilla!r}: mcq or generate")
     pools = _pools(items, shot_pool)
@@ -120,12 +124,12 @@ def boat_runs(model: LanguageModel, items: Sequence[MCQ], *, runs: int = 5, shot
         boat_items = [apply_bag(item, bag, rng, dataset) for item, bag in zip(items, bags)]
         boat_shots = [_intervened_shots(_shots(pool, shots, rng), bag, rng, dataset, shot_bags, jitter_kind)
                       for pool, bag in zip(pools, bags)]
-        plain = (predict(model, items, vanilla_shots) if vanilla == "mcq"
-                 else generate_correct(model, items, vanilla_shots, max_new_tokens))
+        mcq = predict(model, items, vanilla_shots)
+        plain = mcq if vanilla == "mcq" else generate_correct(model, items, vanilla_shots, max_new_tokens)
         boat = predict(model, boat_items, boat_shots)
-        for k, (bag, v, b) in enumerate(zip(bags, plain, boat)):
+        for k, (bag, v, m, b) in enumerate(zip(bags, plain, mcq, boat)):
             rows.append({"run": run, "item": k, "bag": "+".join(bag) or "none",
-                         "vanilla_correct": v, "boat_correct": b})
+                         "vanilla_correct": v, "vanilla_mcq_correct": m, "boat_correct": b})
     return pd.DataFrame(rows)
 
 
@@ -153,9 +157,11 @@ def single_runs(model: LanguageModel, items: Sequence[MCQ], *, runs: int = 5, sh
 
 def single_effects(single: pd.DataFrame, vanilla: pd.DataFrame, *, n_boot: int, confidence: float,
                    seed: int) -> pd.DataFrame:
-    """Per intervention alone: accuracy and its change from vanilla (paired over items,
-    each averaged over runs), with n and bootstrap CIs."""
-    base = vanilla.groupby("item")["vanilla_correct"].mean()
+    """Per intervention alone: accuracy and its change from the plain MCQ, scored as the
+    intervened items are (``vanilla_mcq_correct``; ``vanilla_correct`` where a frame lacks
+    it), paired over items, each averaged over runs, with n and bootstrap CIs."""
+    col = "vanilla_mcq_correct" if "vanilla_mcq_correct" in vanilla else "vanilla_correct"
+    base = vanilla.groupby("item")[col].mean()
     rows = []
     for name, g in single.groupby("intervention", sort=False):
         acc = g.groupby("item")["correct"].mean()  # paired over the items it was applied to

@@ -56,7 +56,8 @@ def boat_section(boat: dict | None, out_dir: Path) -> str:
     single_html = ""
     if len(single):
         single_html = ("<h3>Each intervention alone</h3><p>Accuracy with the one intervention applied to every "
-                       "item (answer removal together with its hint), and its change from vanilla, paired over "
+                       "item (answer removal together with its hint), and its change from the un-intervened MCQ "
+                       "scored the same way (on GSM8K not the generated vanilla), paired over "
                        "items (95% CIs, n items).</p>"
                        + html_table(single[["benchmark", "model", "intervention", "accuracy", "ci_low", "ci_high",
                                             "delta", "delta_ci_low", "delta_ci_high", "n"]]))
