@@ -14,8 +14,8 @@ from judgeaudit.models.call_record import CHARS_PER_TOKEN
 
 def add_audit_judge(sub: argparse._SubParsersAction) -> None:
     """``audit-judge``: the user's judge through the whole battery."""
+    from judgeaudit.judging.live_items import DATA_SOURCES
     from judgeaudit.models.judge_spec import FORMS
-    from judgeaudit.sources import SOURCE_NAMES
 
     p = sub.add_parser("audit-judge", help="audit your own judge (API, vLLM, local or from params.yaml) on real "
                                            "pairs: both orders, the bias battery, content-blind baselines")
@@ -23,7 +23,8 @@ def add_audit_judge(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--base-url", help="openai: the endpoint's base URL (default: api.openai.com)")
     p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="openai: the variable holding the key")
     p.add_argument("--data", action="append", required=True, metavar="SOURCE=PATH",
-                   help=f"real pairs to judge, repeatable; SOURCE one of {', '.join(SOURCE_NAMES)}")
+                   help=f"real pairs to judge, repeatable; SOURCE one of {', '.join(DATA_SOURCES)} "
+                        "(pairs: labelled pairs with no recorded verdict)")
     p.add_argument("--limit", type=int, help="judge a seeded sample of this many pairs of each source")
     p.add_argument("--mode", default="generative",
                    help="verdict mode: generative (default; any chat endpoint), prompted or likelihood "
@@ -92,13 +93,13 @@ def price_per_mtok(args: argparse.Namespace, params) -> tuple[float, float] | No
 
 
 def _sources(values: list[str]) -> list[tuple[str, str]]:
-    from judgeaudit.sources import SOURCE_NAMES
+    from judgeaudit.judging.live_items import DATA_SOURCES
 
     pairs = []
     for value in values:
         name, sep, path = value.partition("=")
-        if not sep or name not in SOURCE_NAMES or not path:
-            raise ValueError(f"--data {value!r}: give SOURCE=PATH with SOURCE one of {', '.join(SOURCE_NAMES)}")
+        if not sep or name not in DATA_SOURCES or not path:
+            raise ValueError(f"--data {value!r}: give SOURCE=PATH with SOURCE one of {', '.join(DATA_SOURCES)}")
         pairs.append((name, path))
     return pairs
 

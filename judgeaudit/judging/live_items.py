@@ -6,7 +6,11 @@ from __future__ import annotations
 import pandas as pd
 
 from judgeaudit.judging.benchmark import benchmark_items
-from judgeaudit.sources import read_source
+from judgeaudit.sources import SOURCE_NAMES, read_source
+from judgeaudit.sources.pairs import read_pairs
+
+# the readers of recorded verdicts, and ``pairs``: labelled pairs with no verdict (a gold set)
+DATA_SOURCES = (*SOURCE_NAMES, "pairs")
 
 
 def pairs_to_judge(sources: list[tuple[str, str]], limit: int | None = None,
@@ -14,7 +18,7 @@ def pairs_to_judge(sources: list[tuple[str, str]], limit: int | None = None,
     """(items with ``judging.benchmark.ITEM`` columns, notes) of every (source name, path)."""
     frames, notes = [], []
     for name, path in sources:
-        table, report = read_source(name, path)
+        table, report = read_pairs(path) if name == "pairs" else read_source(name, path)
         items = benchmark_items(table, limit, seed)
         if items.empty:
             raise ValueError(f"{path}: no pair to judge in this {name} source")
