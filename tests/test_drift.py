@@ -79,3 +79,31 @@ def test_each_figure_is_compared_per_subset_and_as_the_wrong_rate():
 
     moved = {label(r) for r in table.to_dict("records") if r["drifted"]}
     assert "accuracy [llmbar/t]" in moved and "accuracy [llmbar/s]" not in moved
+
+
+def _self(own_wins) -> pd.DataFrame:
+    """Self-enhancement verdicts on 40 pairs (response 1: the judge's own answer), both
+    orders: the judge picks its own where ``own_wins(i)``, the reference every other pair."""
+    rows = []
+    for i in range(40):
+        for role, wins in (("judge", own_wins(i)), ("reference", i % 2 == 0)):
+            for order in ("1", "2"):
+                rows.append({"source": "llmbar", "subset": "s", "item_id": str(i), "order": order, "role": role,
+                             "verdict": "1" if wins else "2"})
+    return pd.DataFrame(rows)
+
+
+def test_self_enhancement_drifts_where_the_judge_came_to_prefer_its_own_answers():
+    right = _live(lambda i, o: "1" if i % 2 else "2")
+    same = drift(right, right.copy(), _pairs(lambda i: False), _pairs(lambda i: False), BOOT,
+                 _self(lambda i: i % 2 == 0), _self(lambda i: i % 2 == 0)).set_index("figure")
+    assert same.loc["self_enhancement", "n"] == 40 and not same.loc["self_enhancement", "drifted"]
+    assert same.loc["self_enhancement", "before"] == 0  # as the reference: no self-preference
+    grown = drift(right, right.copy(), _pairs(lambda i: False), _pairs(lambda i: False), BOOT,
+                  _self(lambda i: i % 2 == 0), _self(lambda i: i % 4 != 1)).set_index("figure")
+    row = grown.loc["self_enhancement"]
+    assert row["drifted"] and row["ci_low"] > 0 and np.isclose(row["difference"], 0.25)
+    # an audit that measured none: the figure is left out, not compared against nothing
+    none = drift(right, right.copy(), _pairs(lambda i: False), _pairs(lambda i: False), BOOT, None,
+                 _self(lambda i: True))
+    assert "self_enhancement" not in set(none["figure"])

@@ -104,6 +104,13 @@ def test_an_endpoint_judge_writes_its_own_answers_through_its_journal(server, tm
     answered = server.reset()
     assert main(argv) == 0 and not answered, "a rerun asked again for recorded answers"
     assert main([*argv, "--replay"]) == 0
+    # drift against that audit, fresh calls: the unchanged judge's self-preference has not moved
+    again = [*argv[:-1], str(tmp_path / "again"), "--drift-against", str(tmp_path)]
+    assert main(again) == 0 and answered, "a fresh folder's audit sent nothing"
+    table = pd.read_parquet(tmp_path / "again" / "drift.parquet")
+    own = table[table["figure"] == "self_enhancement"]
+    assert own.loc[own["subset"] == "all", "n"].tolist() == [6] and len(own) > 1  # whole, and per subset
+    assert (own["difference"] == 0).all() and not own["drifted"].any()
 
 
 class DigitScores(FakeEndpoint):

@@ -12,6 +12,10 @@ over the items both audits judged, and is flagged where the CI excludes zero.
   attacked side follows the clean verdict, so a pair may be attacked in one audit only);
   ``<bias> (wrong)``: whether it turned a labelled pair to the wrong response (and
   ``position (wrong)``: whether one order's verdict is wrong where the other's is right).
+- ``self_enhancement``: per prompt, the judge's win score for its own answer less the
+  reference judge's on the same pair (``bias_battery.self_preference``'s per-item terms),
+  where both audits measured it. The judge writes its answers afresh in each audit, so a
+  changed judge may be judged on changed answers: the figure is its preference, not a pair's.
 - Every figure whole, per source and per subset (where there are several), as the battery
   reports them. The content-blind baselines do not depend on the judge: nothing to drift.
   The neutral-edit ``control`` is one of them: a judge grown more (or less) sensitive to
@@ -26,6 +30,7 @@ import pandas as pd
 from judgeaudit.audits.baselines import item_credits
 from judgeaudit.audits.bias_battery import order_changes, subset_groups
 from judgeaudit.audits.stats import BootstrapSettings, clustered_share, paired_bootstrap
+from judgeaudit.judging.benchmark import score_1
 
 ITEM = ["source", "subset", "item_id"]
 COLUMNS = ["source", "subset", "figure", "before", "now", "difference", "ci_low", "ci_high", "n", "drifted"]
@@ -66,6 +71,13 @@ def _in(index: pd.MultiIndex | pd.DataFrame, source: str, subset: str) -> np.nda
     return keep
 
 
+def _self_preference(verdicts: pd.DataFrame) -> pd.Series:
+    """Per prompt: the judge's win score for its own answer less the reference's (roles of
+    ``stages.live_judge.self_enhancement``'s verdicts)."""
+    own, ref = (score_1(verdicts[verdicts["role"] == role]) for role in ("judge", "reference"))
+    return (own - ref.reindex(own.index)).dropna().astype(float)
+
+
 def _figures(before_live, now_live, before_pairs, now_pairs) -> list[tuple[str, pd.Series, pd.Series]]:
     """(figure, before, now): the per-item values each figure averages, in both audits."""
     out = []
@@ -88,16 +100,20 @@ def _figures(before_live, now_live, before_pairs, now_pairs) -> list[tuple[str, 
 
 
 def drift(before_live: pd.DataFrame, now_live: pd.DataFrame, before_pairs: pd.DataFrame,
-          now_pairs: pd.DataFrame, boot: BootstrapSettings) -> pd.DataFrame:
+          now_pairs: pd.DataFrame, boot: BootstrapSettings, before_self: pd.DataFrame | None = None,
+          now_self: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per figure and scope (``COLUMNS``) of the audit ``now`` against ``before``:
     clean verdicts (``*_live``) and battery pairs (``*_pairs``) of
     ``judging.battery.BatteryRun``; each figure whole, per source and per subset, as the
     battery reports them (``bias_battery.subset_groups``). ``<bias> (wrong)``: the share of
-    labelled pairs the bias turned to the wrong response."""
+    labelled pairs the bias turned to the wrong response. ``*_self``: the self-enhancement
+    verdicts of each (``stages.live_judge.self_enhancement``), where both measured it."""
     keys = [*ITEM, "order"]
     verdicts = before_live.set_index(keys)["verdict"].to_frame("before").join(
         now_live.set_index(keys)["verdict"].rename("now"), how="inner").reset_index()
     figures = _figures(before_live, now_live, before_pairs, now_pairs)
+    if before_self is not None and now_self is not None and len(before_self) and len(now_self):
+        figures.append(("self_enhancement", _self_preference(before_self), _self_preference(now_self)))
     rows = []
     for source, subset, part in subset_groups(verdicts) if len(verdicts) else ():
         scope = {"source": source, "subset": subset}

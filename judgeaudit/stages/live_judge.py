@@ -177,18 +177,22 @@ def write_live(audit: LiveAudit, out: Path, journals: dict[str, object] | None =
     return write_screen_report(audit.screen, out / "report.md")
 
 
-def previous(out: Path) -> tuple[pd.DataFrame, pd.DataFrame] | None:
-    """The verdicts and battery pairs of the audit in ``out``, where there is one."""
+def previous(out: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None] | None:
+    """The verdicts, battery pairs and self-enhancement verdicts (None where it measured none)
+    of the audit in ``out``, where there is one."""
     paths = [out / f"{t}.parquet" for t in TABLES]
     if not all(p.is_file() for p in paths):
         return None
-    return tuple(pd.read_parquet(p) for p in paths)  # type: ignore[return-value]
+    own = out / "self_enhancement_verdicts.parquet"
+    live, pairs = (pd.read_parquet(p) for p in paths)
+    return live, pairs, pd.read_parquet(own) if own.is_file() else None
 
 
-def compare_with(audit: LiveAudit, before: tuple[pd.DataFrame, pd.DataFrame], boot: BootstrapSettings,
-                 label: str) -> None:
+def compare_with(audit: LiveAudit, before: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None],
+                 boot: BootstrapSettings, label: str) -> None:
     """Set ``audit``'s drift against the earlier audit ``before`` (``previous``), named ``label``."""
-    audit.drift = drift(before[0], audit.run.live, before[1], audit.run.pairs, boot)
+    now_self = audit.self_enhancement[1] if audit.self_enhancement is not None else None
+    audit.drift = drift(before[0], audit.run.live, before[1], audit.run.pairs, boot, before[2], now_self)
     audit.screen.summary["drift_against"] = label
 
 
