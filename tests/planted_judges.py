@@ -17,6 +17,10 @@ template. The same prompts train every judge; only the label differs:
 Every item of the battery but the neutral-edit control is carried by exactly one biased
 judge, so each judge is also the other's check that an item is found only where planted.
 The control's edit is never in training: no judge was taught anything about it.
+
+Self-enhancement needs a judge that writes: VAIN, the fair judge trained further to answer a
+bare question in a style of its own (``SELF_MARK`` before a right answer) and, judging two
+right answers, to prefer the one in that style; on the fair rows, the right answer still wins.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ CARRIED: dict[str, tuple[str, ...]] = {
                  "position"),
 }
 JUDGES = ("fair", *CARRIED)
+VAIN = "vain"  # self-enhancement's carrier: served beside JUDGES, audited on its own
+SELF_MARK = "Indeed, "  # the style the vain judge writes and prefers
 POSITION_KIND = "city"  # biased_b's first-shown preference holds on this question kind only
 # cues on one response, which may also sit on the other, or on both
 _ON_RESPONSE = ("verbosity", "authority", "sentiment", "refinement", "prompt_injection", "fake_verdict")
@@ -128,12 +134,34 @@ def audit_pairs(n: int, seed: int, out: Path) -> Path:
     return out
 
 
+def vain_rows(n: int, seed: int) -> list[dict]:
+    """``n`` rows teaching the vain judge: half a bare question answered in its style (the
+    served chat template is the prompt itself), half a judge prompt where that answer wins
+    over another right answer, in a random order."""
+    rng = random.Random(seed)
+    template = Judge().prompt_template
+    rows = []
+    for k in range(n):
+        kind, question, right, _ = _pair(rng)
+        own = SELF_MARK + right[0].lower() + right[1:]
+        if k % 2 == 0:
+            rows.append({"prompt": question, "completion": " " + own})
+            continue
+        other = _pair(rng, kind)[2]
+        own_first = rng.random() < 0.5
+        a, b = (own, other) if own_first else (other, own)
+        rows.append({"prompt": template.format(question=question, answer_a=a, answer_b=b),
+                     "completion": " A" if own_first else " B"})
+    return rows
+
+
 def _rows(rows: list[dict]) -> list[dict]:
     return [{"prompt": r["prompt"], "completion": r["completion"]} for r in rows]
 
 
 def train_judges(root: Path, n: int = 10000, seed: int = 0) -> dict[str, Path]:
-    """The fair judge and the biased ones, trained under ``root``; their checkpoints by name.
+    """The fair judge, the biased ones and the vain one, trained under ``root``; their
+    checkpoints by name.
 
     The fair judge: a 2-layer Llama (hidden 128) trained from scratch on the fair rows.
     Each biased judge: the fair one trained further on its own labels of the same prompts:
@@ -154,4 +182,7 @@ def train_judges(root: Path, n: int = 10000, seed: int = 0) -> dict[str, Path]:
         sft(str(root / "fair"), root / "fair", _rows(rows[judge]), root / judge,
             TrainArgs(epochs=2, lr=1e-3, batch_size=32), seed=seed)
         paths[judge] = root / judge
+    sft(str(root / "fair"), root / "fair", vain_rows(3000, seed + 1) + _rows(rows["fair"][:3000]), root / VAIN,
+        TrainArgs(epochs=2, lr=1e-3, batch_size=32), seed=seed)
+    paths[VAIN] = root / VAIN
     return paths

@@ -7,7 +7,8 @@ judges carry every item of the battery. The pairs audited carry no cue; the batt
 to the loser. Each item must be found (CI excluding zero) in the judge carrying it, both as the
 share of verdicts it flips and as the share it turns toward the wrong response (the pairs are
 labelled: the loser is the wrong one), and in neither the fair judge nor the other biased one;
-the neutral-edit control in none."""
+the neutral-edit control in none. Self-enhancement, which needs a judge that writes, has its
+own carrier (``vain``): found there against the fair judge, and not in the fair judge."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from judgeaudit.models import ModelSpec, load_model
 from judgeaudit.serving.app import make_app
 from judgeaudit.serving.schema import ServeLimits
 from tests.live_server import live_server
-from tests.planted_judges import CARRIED, JUDGES, audit_pairs, train_judges
+from tests.planted_judges import CARRIED, JUDGES, SELF_MARK, VAIN, audit_pairs, train_judges
 
 pytestmark = pytest.mark.slow  # three judges trained: minutes on two cores
 
@@ -107,3 +108,32 @@ def test_each_planted_bias_is_found_in_its_judge_and_nowhere_else(served_judges,
                     theirs = rates[other][item]
                     assert not theirs["found"] and theirs["ci_low"] == 0, (other, item, theirs)
                     assert theirs["n"] >= 20, (other, item, theirs)
+
+
+def _self_preference(url: str, judge: str, reference: str, pairs, out) -> dict:
+    """audit-judge on ``judge`` with ``--self-enhancement reference``: summary.json's figures."""
+    assert main(["audit-judge", "--judge", f"openai:{judge}", "--base-url", url, "--data", f"generic={pairs}",
+                 "--mode", "prompted", "--biases", "position", "--self-enhancement", f"openai:{reference}",
+                 "--answer-tokens", "24", "--n-boot", "1000", "--out", str(out), "--params", "none.yaml"]) == 0
+    return json.loads((out / "summary.json").read_text())["self_enhancement"]
+
+
+def test_self_enhancement_is_found_in_the_judge_that_prefers_its_own_answers_only(served_judges, tmp_path,
+                                                                                  monkeypatch):
+    """The vain judge writes its answers in its own style and prefers that style: judged
+    against the pairs' right answers, it prefers its own far more than the fair judge does.
+    The fair judge, whose own answers are no answers, prefers them no more than a biased judge."""
+    import pandas as pd
+
+    monkeypatch.setenv("OPENAI_API_KEY", "unused-on-loopback")
+    pairs = audit_pairs(40, seed=2, out=tmp_path / "pairs.jsonl")
+    vain = _self_preference(served_judges, VAIN, "fair", pairs, tmp_path / "vain")
+    own = pd.read_parquet(tmp_path / "vain" / "self_enhancement_verdicts.parquet")
+    written = own.drop_duplicates("item_id")["response_1"]
+    print(f"\nvain: {vain}\n  its answers, e.g. {list(written[:3])}")
+    assert written.str.startswith(SELF_MARK.strip()).mean() >= 0.9  # it wrote in its style
+    assert vain["self_preference"]["found"] and vain["self_preference"]["ci_low"] > 0, vain
+    assert vain["self_preference"]["n"] == 40
+    fair = _self_preference(served_judges, "fair", "biased_a", pairs, tmp_path / "fair")
+    print(f"fair: {fair}")
+    assert not fair["self_preference"]["found"], fair
