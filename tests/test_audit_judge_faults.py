@@ -151,16 +151,22 @@ def test_a_429_with_retry_after_is_waited_on_then_retried_and_recorded(endpoint,
     assert again.returncode == 0 and len(endpoint.requests) == sent  # all recorded ok: a rerun sends nothing
 
 
+@pytest.mark.parametrize("via", ["params", "flags"])
 @pytest.mark.parametrize("endpoint", [("hang", 1)], indirect=True)
-def test_a_reply_held_past_the_timeout_is_retried_and_recorded(endpoint, tmp_path):
-    # the client timeout is a ModelSpec field (timeout_s), set for a judge named in params.yaml
-    params = tiny_params()
-    params["models"]["remote"] = {"spec": {"backend": "openai", "path": "m", "base_url": endpoint.url,
-                                           "max_retries": 2, "timeout_s": TIMEOUT_S}}
-    path = tmp_path / "params.yaml"
-    path.write_text(yaml.safe_dump(params, sort_keys=False))
+def test_a_reply_held_past_the_timeout_is_retried_and_recorded(endpoint, tmp_path, via):
+    # the client timeout is a ModelSpec field (timeout_s): set for a judge named in
+    # params.yaml, or on the command line for openai:MODEL
     out = tmp_path / "out"
-    done = audit("remote", out, "--params", str(path), "--root", str(tmp_path / "data"))
+    if via == "flags":
+        done = audit("openai:m", out, "--base-url", endpoint.url, "--params", "none.yaml",
+                     "--timeout", str(TIMEOUT_S), "--max-retries", "2")
+    else:
+        params = tiny_params()
+        params["models"]["remote"] = {"spec": {"backend": "openai", "path": "m", "base_url": endpoint.url,
+                                               "max_retries": 2, "timeout_s": TIMEOUT_S}}
+        path = tmp_path / "params.yaml"
+        path.write_text(yaml.safe_dump(params, sort_keys=False))
+        done = audit("remote", out, "--params", str(path), "--root", str(tmp_path / "data"))
     for key in check_recovered(done, endpoint, out):
         held, retried = endpoint.tries(key)
         assert held.status is None

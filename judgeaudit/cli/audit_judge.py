@@ -36,6 +36,9 @@ def add_audit_judge(sub: argparse._SubParsersAction) -> None:
                                           "completions endpoint (openai) or the model (hf); default: the chat "
                                           "template")
     p.add_argument("--concurrency", type=int, help="openai: requests in flight at once")
+    p.add_argument("--timeout", type=float, metavar="SECONDS",
+                   help="openai: how long to wait for one response before retrying it (default 120)")
+    p.add_argument("--max-retries", type=int, help="openai: retries of a failed request, with backoff (default 4)")
     p.add_argument("--device", help="hf/vllm: cpu, cuda, auto")
     p.add_argument("--params", default="params.yaml", help="judge settings and named models (default: params.yaml)")
     p.add_argument("--root", default="data", help="where params.yaml's embedded models are built (default: data)")
@@ -128,7 +131,8 @@ def _audit_judge(args: argparse.Namespace) -> int:
     # calls_assistant): a rerun resumes and sends nothing twice, --replay sends nothing
     roles = {"reference": args.self_enhancement, "assistant": args.assistant if args.ranges else None}
     common = dict(named=named, base_url=args.base_url, api_key_env=args.api_key_env, chat_template=args.prompt_format,
-                  shared_url=any(t is not None for t in roles.values()))
+                  shared_url=any(t is not None for t in roles.values()), timeout_s=args.timeout,
+                  max_retries=args.max_retries)
     spec = recorded_spec(args.judge, "judge", out / "calls", concurrency=args.concurrency, device=args.device,
                          **common)
     specs = {"judge": spec, **{role: recorded_spec(text, role, out / "calls", **common)
