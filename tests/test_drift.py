@@ -107,3 +107,26 @@ def test_self_enhancement_drifts_where_the_judge_came_to_prefer_its_own_answers(
     none = drift(right, right.copy(), _pairs(lambda i: False), _pairs(lambda i: False), BOOT, None,
                  _self(lambda i: True))
     assert "self_enhancement" not in set(none["figure"])
+
+
+def _scores(expected_of) -> pd.DataFrame:
+    """Pointwise scores on 1-5 of both responses of 40 labelled pairs: ``expected_of(i, side)``."""
+    return pd.DataFrame([{"source": "llmbar", "subset": "s", "item_id": str(i), "side": side,
+                          "label": "1" if i % 2 else "2", "score_range": "1-5", "greedy": 3,
+                          "expected": expected_of(i, side)} for i in range(40) for side in ("1", "2")])
+
+
+def test_pointwise_scores_drift_where_the_judge_stopped_telling_the_responses_apart():
+    right = _live(lambda i, o: "1" if i % 2 else "2")
+    none = _pairs(lambda i: False)
+    apart = _scores(lambda i, side: 4.6 if side == ("1" if i % 2 else "2") else 1.4)  # better 4.6, worse 1.4
+    same = drift(right, right.copy(), none, none, BOOT, None, None, apart, apart.copy()).set_index("figure")
+    assert {"score 1-5", "score 1-5 (better - worse)"} <= set(same.index)
+    assert np.isclose(same.loc["score 1-5 (better - worse)", "before"], 0.8)  # (4.6 - 1.4) / 4
+    assert not same["drifted"].any()
+    blurred = _scores(lambda i, side: 3.2 if side == ("1" if i % 2 else "2") else 2.8)
+    table = drift(right, right.copy(), none, none, BOOT, None, None, apart, blurred).set_index("figure")
+    gap = table.loc["score 1-5 (better - worse)"]
+    assert gap["drifted"] and np.isclose(gap["difference"], -0.7) and gap["n"] == 40
+    level = table.loc["score 1-5"]
+    assert level["n"] == 80 and not level["drifted"]  # the mean score level stayed at 3

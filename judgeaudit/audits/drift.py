@@ -16,6 +16,10 @@ over the items both audits judged, and is flagged where the CI excludes zero.
   reference judge's on the same pair (``bias_battery.self_preference``'s per-item terms),
   where both audits measured it. The judge writes its answers afresh in each audit, so a
   changed judge may be judged on changed answers: the figure is its preference, not a pair's.
+- ``score <range>``: where both audits scored pointwise, each response's expected score on
+  that range as a share of the range (0 its lowest score, 1 its highest), and
+  ``score <range> (better - worse)``: per labelled pair, the better response's share less the
+  worse's, how far the scores tell the two apart.
 - Every figure whole, per source and per subset (where there are several), as the battery
   reports them. The content-blind baselines do not depend on the judge: nothing to drift.
   The neutral-edit ``control`` is one of them: a judge grown more (or less) sensitive to
@@ -78,6 +82,22 @@ def _self_preference(verdicts: pd.DataFrame) -> pd.Series:
     return (own - ref.reindex(own.index)).dropna().astype(float)
 
 
+def _score_figures(scores: pd.DataFrame) -> dict[str, pd.Series]:
+    """Per range of a pointwise audit's scores (``judging.live_pointwise``): each response's
+    expected score as a share of the range, and per labelled pair better less worse."""
+    out = {}
+    for rng, part in scores.groupby("score_range", sort=False):
+        low, high = (float(x) for x in str(rng).split("-"))
+        share = part.set_index([*ITEM, "side"])["expected"].astype(float).sub(low).div(high - low)
+        out[f"score {rng}"] = share
+        by_side = share.unstack("side")
+        label = part.drop_duplicates(ITEM).set_index(ITEM)["label"].reindex(by_side.index)
+        if {"1", "2"} <= set(by_side.columns):
+            gap = (by_side["1"] - by_side["2"]).where(label == "1", by_side["2"] - by_side["1"])
+            out[f"score {rng} (better - worse)"] = gap[label.isin(["1", "2"])]
+    return out
+
+
 def _figures(before_live, now_live, before_pairs, now_pairs) -> list[tuple[str, pd.Series, pd.Series]]:
     """(figure, before, now): the per-item values each figure averages, in both audits."""
     out = []
@@ -101,19 +121,24 @@ def _figures(before_live, now_live, before_pairs, now_pairs) -> list[tuple[str, 
 
 def drift(before_live: pd.DataFrame, now_live: pd.DataFrame, before_pairs: pd.DataFrame,
           now_pairs: pd.DataFrame, boot: BootstrapSettings, before_self: pd.DataFrame | None = None,
-          now_self: pd.DataFrame | None = None) -> pd.DataFrame:
+          now_self: pd.DataFrame | None = None, before_scores: pd.DataFrame | None = None,
+          now_scores: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per figure and scope (``COLUMNS``) of the audit ``now`` against ``before``:
     clean verdicts (``*_live``) and battery pairs (``*_pairs``) of
     ``judging.battery.BatteryRun``; each figure whole, per source and per subset, as the
     battery reports them (``bias_battery.subset_groups``). ``<bias> (wrong)``: the share of
     labelled pairs the bias turned to the wrong response. ``*_self``: the self-enhancement
-    verdicts of each (``stages.live_judge.self_enhancement``), where both measured it."""
+    verdicts of each (``stages.live_judge.self_enhancement``), where both measured it;
+    ``*_scores``: the pointwise scores of each, compared on the ranges both scored."""
     keys = [*ITEM, "order"]
     verdicts = before_live.set_index(keys)["verdict"].to_frame("before").join(
         now_live.set_index(keys)["verdict"].rename("now"), how="inner").reset_index()
     figures = _figures(before_live, now_live, before_pairs, now_pairs)
     if before_self is not None and now_self is not None and len(before_self) and len(now_self):
         figures.append(("self_enhancement", _self_preference(before_self), _self_preference(now_self)))
+    if before_scores is not None and now_scores is not None:
+        was, now = _score_figures(before_scores), _score_figures(now_scores)
+        figures += [(name, was[name], now[name]) for name in now if name in was]
     rows = []
     for source, subset, part in subset_groups(verdicts) if len(verdicts) else ():
         scope = {"source": source, "subset": subset}

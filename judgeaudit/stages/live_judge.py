@@ -14,6 +14,7 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -177,22 +178,32 @@ def write_live(audit: LiveAudit, out: Path, journals: dict[str, object] | None =
     return write_screen_report(audit.screen, out / "report.md")
 
 
-def previous(out: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None] | None:
-    """The verdicts, battery pairs and self-enhancement verdicts (None where it measured none)
-    of the audit in ``out``, where there is one."""
+class Earlier(NamedTuple):
+    """An earlier audit's tables that drift compares with (None: not measured there)."""
+
+    live: pd.DataFrame
+    pairs: pd.DataFrame
+    own: pd.DataFrame | None  # self-enhancement verdicts
+    scores: pd.DataFrame | None  # pointwise scores
+
+
+def previous(out: Path) -> Earlier | None:
+    """The tables of the audit in ``out``, where there is one."""
     paths = [out / f"{t}.parquet" for t in TABLES]
     if not all(p.is_file() for p in paths):
         return None
-    own = out / "self_enhancement_verdicts.parquet"
+    own, scores = (out / f"{t}.parquet" for t in ("self_enhancement_verdicts", "scores"))
     live, pairs = (pd.read_parquet(p) for p in paths)
-    return live, pairs, pd.read_parquet(own) if own.is_file() else None
+    return Earlier(live, pairs, pd.read_parquet(own) if own.is_file() else None,
+                   pd.read_parquet(scores) if scores.is_file() else None)
 
 
-def compare_with(audit: LiveAudit, before: tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None],
-                 boot: BootstrapSettings, label: str) -> None:
+def compare_with(audit: LiveAudit, before: Earlier, boot: BootstrapSettings, label: str) -> None:
     """Set ``audit``'s drift against the earlier audit ``before`` (``previous``), named ``label``."""
     now_self = audit.self_enhancement[1] if audit.self_enhancement is not None else None
-    audit.drift = drift(before[0], audit.run.live, before[1], audit.run.pairs, boot, before[2], now_self)
+    now_scores = audit.pointwise[1] if audit.pointwise is not None else None
+    audit.drift = drift(before.live, audit.run.live, before.pairs, audit.run.pairs, boot, before.own, now_self,
+                        before.scores, now_scores)
     audit.screen.summary["drift_against"] = label
 
 
