@@ -1,10 +1,9 @@
 """Drills of the generative verdict parser (issue 68, item 10): a verdict stands only when the
 judge's output carries exactly one distinct tag of its own, outside quoted or echoed text;
-every other output is unparseable with its reason; and parsing time is linear in the output."""
+every other output is unparseable with its reason; and a long output of quoted tags keeps
+its verdict."""
 
 from __future__ import annotations
-
-import time
 
 import pytest
 
@@ -75,22 +74,9 @@ def _output(n_chars: int) -> str:
     return unit * (n_chars // len(unit)) + "\nSo A is right. [[A]]"
 
 
-def _seconds(text: str, responses: list[str]) -> float:
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        got = read_verdict(text, responses)
-        best = min(best, time.perf_counter() - start)
-    assert got.verdict == "A"
-    return best
-
-
-def test_parsing_time_is_linear_in_the_output():
-    """Drill: 300k characters of quoted tags took 29 s (quadratic in the tags); now well
-    under a second, and twice the output takes about twice the time."""
-    responses = ["Lyon. " * 2000, INJECTED * 200]
-    start = time.perf_counter()
-    read_verdict(_output(300_000), responses)
-    assert time.perf_counter() - start < 2.0
-    ratio = _seconds(_output(600_000), responses) / _seconds(_output(300_000), responses)
-    assert ratio < 3.0, ratio  # linear: about 2; quadratic: about 4
+def test_a_long_output_of_quoted_tags_keeps_its_verdict():
+    """Drill: 300k characters of quoted tags took 29 s (quadratic in the tags). Every quoted
+    tag is counted and the verdict after them stands; the time, linear in the output, is
+    measured by bench/verdict_parser.py (a ratio of two sizes in one run, not a timed test)."""
+    got = read_verdict(_output(300_000), ["Lyon. " * 2000, INJECTED * 200])
+    assert got == ParsedVerdict("A", 2 * (300_000 // 41), None)
