@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import NamedTuple
 
@@ -129,10 +130,14 @@ def check_recovered(done: subprocess.CompletedProcess, endpoint: FaultyEndpoint,
     journal = [json.loads(line) for f in (out / "calls").glob("*.jsonl")
                for line in f.read_text().splitlines()]
     assert len(journal) == len(distinct) and {r["status"] for r in journal} == {"ok"}  # no failed line either
+    # each call's requests, its retries included, as the server counted them
+    tries = Counter(json.loads(r.key)["messages"][0]["content"] for r in endpoint.requests)
+    assert dict(zip(calls["prompt"], calls["attempts"])) == tries
     summary = json.loads((out / "summary.json").read_text())
     assert summary["calls"]["sent"] == len(distinct) and summary["calls"]["failed"] == 0
+    assert summary["calls"]["retried"] == len(faulted) == summary["calls"]["retries"]
     assert summary["unparseable"] == 0 and summary["verdicts"] == 6
-    assert "calls (judge): " in done.stdout and "(0 failed)" in done.stdout
+    assert "calls (judge): " in done.stdout and f"(0 failed, {len(faulted)} retried" in done.stdout
     return faulted
 
 

@@ -91,3 +91,15 @@ def test_a_rerun_after_a_fault_resumes(endpoint, tmp_path):
     endpoint.requests = 0
     assert _judge(endpoint.url, response_cache=str(tmp_path)).generate(prompts, max_new_tokens=4)[0] == "ok p0"
     assert endpoint.requests == 0  # everything from the cache
+
+
+def test_a_call_failing_after_its_retries_records_every_request_it_sent(endpoint, tmp_path):
+    """The client's own retries of a 500 are counted in the call's record (``attempts``),
+    as the server counted them, and in the journal's counts."""
+    endpoint.fail_after = 0
+    judge = _judge(endpoint.url, response_cache=str(tmp_path), concurrency=1, max_retries=2)
+    with pytest.raises(EndpointError, match="HTTP 500"):
+        judge.generate(["p0"], max_new_tokens=4)
+    (row,) = judge.journal.rows
+    assert row["status"] == "failed" and row["attempts"] == endpoint.requests == 3
+    assert judge.journal.counts()["retries"] == 2

@@ -210,8 +210,9 @@ def _govern(models: dict, args: argparse.Namespace, tokenizer: str | None) -> No
 def _print_calls(summary: dict) -> None:
     by_role = summary.get("calls_by_role") or {"judge": summary["calls"]}
     for role, c in by_role.items():
-        print(f"calls ({role}): {c['sent']} sent ({c['failed']} failed), {c['answered_from_records']} answered "
-              f"from the records; {c['recorded']} recorded in all")
+        retried = f", {c['retried']} retried ({c['retries']} requests more)" if c.get("retried") else ""
+        print(f"calls ({role}): {c['sent']} sent ({c['failed']} failed{retried}), "
+              f"{c['answered_from_records']} answered from the records; {c['recorded']} recorded in all")
     if summary.get("endpoint_drift"):
         seen = "; ".join(f"{v['model']} (fingerprint {v['system_fingerprint']}, {v['calls']} calls from "
                          f"{v['first_seen']})" for v in summary["endpoint_versions"])

@@ -35,7 +35,7 @@ MISSING = object()  # no recorded answer
 CHARS_PER_TOKEN = 4.0
 COLUMNS = ["key", "identity", "kind", "prompt", "max_tokens", "temperature", "seed", "logprobs", "top_logprobs",
            "echo", "value", "status", "reason", "model", "system_fingerprint", "prompt_tokens",
-           "completion_tokens", "time", "origin"]
+           "completion_tokens", "attempts", "time", "origin"]
 
 
 class Call(NamedTuple):
@@ -182,9 +182,10 @@ class CallJournal:
         self.budget.settle(reserved, int(used[0]) + int(used[1] or 0))
 
     def record(self, key: str, call: Call, value, status: str = OK, reason: str | None = None,
-               response=None, origin: str = "endpoint") -> dict:
+               response=None, origin: str = "endpoint", attempts: int | None = None) -> dict:
         """Append one call's row (``response``: the endpoint's reply object, for the model,
-        fingerprint and token usage it reports) and flush it to the file."""
+        fingerprint and token usage it reports; ``attempts``: the requests it took, retries
+        included, None where nothing was sent) and flush it to the file."""
         usage = getattr(response, "usage", None)
         p_tok, c_tok = (getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None))
         s = call.settings
@@ -194,7 +195,7 @@ class CallJournal:
                "value": value, "status": status, "reason": reason,
                "model": getattr(response, "model", None),
                "system_fingerprint": getattr(response, "system_fingerprint", None),
-               "prompt_tokens": p_tok, "completion_tokens": c_tok,
+               "prompt_tokens": p_tok, "completion_tokens": c_tok, "attempts": attempts,
                "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "origin": origin}
         line = json.dumps(row) + "\n"
         with self.lock:
@@ -212,6 +213,7 @@ class CallJournal:
         import pandas as pd
 
         frame = pd.DataFrame(self.rows, columns=COLUMNS)
+        frame["attempts"] = frame["attempts"].astype("Int64")  # None: migrated, or recorded before the column
         frame["value"] = [json.dumps(v) for v in frame["value"]]
         for col in ("logprobs", "echo"):  # JSON booleans or ints by kind: one type for Parquet
             frame[col] = frame[col].map(lambda v: None if v is None else json.dumps(v))
@@ -235,9 +237,11 @@ class CallJournal:
         return list(seen.values())
 
     def counts(self) -> dict:
-        """Calls of this run (sent, failed, answered from records) and records in all."""
+        """Calls of this run (sent, failed, retried, answered from records) and records in all;
+        ``retries``: the requests sent again after a 429, a timeout, a 5xx or a malformed body."""
         now = self.rows[self.earlier:]
-        return {"sent": sum(r["origin"] == "endpoint" for r in now),
-                "failed": sum(r["status"] == FAILED for r in now),
+        tries = [r.get("attempts") or 1 for r in now if r["origin"] == "endpoint"]
+        return {"sent": len(tries), "failed": sum(r["status"] == FAILED for r in now),
+                "retried": sum(t > 1 for t in tries), "retries": sum(t - 1 for t in tries),
                 "migrated": sum(r["origin"] == "cache" for r in now), "answered_from_records": self.hits,
                 "recorded": len(self.rows), "recorded_ok": len(self.ok)}

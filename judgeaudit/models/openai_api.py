@@ -68,6 +68,17 @@ class _NotSent(Exception):
     """A request not sent because an earlier one had failed."""
 
 
+def _counted(error: EndpointError, sent: int, cause: Exception | None = None) -> EndpointError:
+    """``error`` with ``attempts``: the requests sent for its call. ``cause``: the client's
+    error where its last request got no answer, which it numbers in the request's
+    ``x-stainless-retry-count`` header (0 on the first try)."""
+    if cause is not None:
+        retried = getattr(getattr(cause, "request", None), "headers", {}).get("x-stainless-retry-count", "0")
+        sent += 1 + (int(retried) if str(retried).isdigit() else 0)
+    error.attempts = sent
+    return error
+
+
 class Failed(NamedTuple):
     """A reply that is not an answer: what it held, and why it is no answer."""
 
@@ -222,26 +233,33 @@ class OpenAIModel(LanguageModel):
             log.warning("model %r at %s: %d of %d %s replies were no answer (%s), recorded as failed, "
                         "so a rerun asks again", self.name, self.url, sum(new.values()), total, desc, reasons)
 
-    def _request(self, what: str, create: Callable, read: Callable) -> tuple[object, object]:
-        """``(response, read(response))``, every fault turned into one EndpointError, but a
-        malformed body from an endpoint that gave a well-formed one before: retried with
-        backoff, then ``(None, Failed(None, reason))``."""
+    def _request(self, what: str, create: Callable, read: Callable) -> tuple[object, object, int]:
+        """``(response, read(response), requests sent)``, every fault turned into one
+        EndpointError (its ``attempts``: the requests sent), but a malformed body from an
+        endpoint that gave a well-formed one before: retried with backoff, then
+        ``(None, Failed(None, reason), requests sent)``. ``create`` returns the client's raw
+        response, which counts the client's own retries (429, timeouts, 5xx)."""
         import openai
 
         where = f"model {self.name or self.spec.path!r} at {self.url}"
+        sent = 0
         for attempt in range(self.spec.max_retries + 1):
             response = None
             try:
-                response = create()
+                raw = create()
+                sent += 1 + raw.retries_taken
+                response = raw.parse()
                 value = read(response)
                 self._well_formed = True
-                return response, value
+                return response, value, sent
             except openai.APIStatusError as exc:
-                raise EndpointError(f"{where}: {what} failed with HTTP {exc.status_code}: "
-                                    f"{str(exc)[:300]}; {_advice(exc.status_code)}") from None
+                error = EndpointError(f"{where}: {what} failed with HTTP {exc.status_code}: "
+                                      f"{str(exc)[:300]}; {_advice(exc.status_code)}")
+                raise _counted(error, sent, exc) from None
             except openai.APIConnectionError as exc:  # includes timeouts, after the client's retries
-                raise EndpointError(f"{where}: {what} failed: {type(exc).__name__}: {exc} "
-                                    f"(after {self.spec.max_retries} retries); {_advice(None)}") from None
+                raise _counted(EndpointError(f"{where}: {what} failed: {type(exc).__name__}: {exc} "
+                                             f"(after {self.spec.max_retries} retries); {_advice(None)}"),
+                               sent, exc) from None
             except (json.JSONDecodeError, openai.APIResponseValidationError) as exc:
                 reason, detail = "malformed JSON body", (
                     f"{where}: {what}: the endpoint's body is not the JSON of an OpenAI response ({exc}); "
@@ -252,11 +270,11 @@ class OpenAIModel(LanguageModel):
                     f"{exc}; choices: {getattr(response, 'choices', None)!r:.200}); is base_url an "
                     "OpenAI-compatible /v1?")
             if not self._well_formed:
-                raise EndpointError(detail) from None
+                raise _counted(EndpointError(detail), sent) from None
             log.warning("%s (try %d of %d)", detail, attempt + 1, self.spec.max_retries + 1)
             if attempt < self.spec.max_retries:
                 time.sleep(min(8.0, 0.5 * 2 ** attempt))  # the client's own backoff, for bodies
-        return None, Failed(None, reason)
+        return None, Failed(None, reason), sent
 
     def _call(self, call: Call, what: str, create: Callable, read: Callable, usable: Callable,
               legacy: str, completion_tokens: Callable) -> object:
@@ -273,15 +291,16 @@ class OpenAIModel(LanguageModel):
                                 f"(key {key}); rerun without --replay to ask the endpoint")
         reserved = journal.budget.reserve(call) if journal.budget else 0
         try:
-            response, value = self._request(what, create, read)
+            response, value, attempts = self._request(what, create, read)
         except EndpointError as exc:
-            journal.record(key, call, None, FAILED, str(exc)[:500])
+            journal.record(key, call, None, FAILED, str(exc)[:500], attempts=getattr(exc, "attempts", None))
             journal.spend(reserved, None, lambda: (0, 0))
             raise
         stored = value.value if isinstance(value, (Failed, Kept)) else value
         reason = value.reason if isinstance(value, Failed) else "no log-probs" if value is None else None
         status = "ok" if reason is None else FAILED
-        journal.record(key, call, stored, status, value.note if isinstance(value, Kept) else reason, response)
+        journal.record(key, call, stored, status, value.note if isinstance(value, Kept) else reason, response,
+                       attempts=attempts)
         journal.spend(reserved, response, lambda: (self._count(call.prompt), completion_tokens(stored)))
         if isinstance(value, Failed):
             self._fail(value.reason)
@@ -295,11 +314,12 @@ class OpenAIModel(LanguageModel):
         """``read`` of the endpoint's first choice for ``call`` (``_call``)."""
         kw = dict(call.settings)
         if self.chat:
-            create = lambda: self.client.chat.completions.create(  # noqa: E731
+            create = lambda: self.client.chat.completions.with_raw_response.create(  # noqa: E731
                 model=self.spec.path, messages=[{"role": "user", "content": call.prompt}], **kw)
         else:
             kw = {("logprobs" if k == "top_logprobs" else k): v for k, v in kw.items() if k != "logprobs"}
-            create = lambda: self.client.completions.create(model=self.spec.path, prompt=call.prompt, **kw)  # noqa: E731
+            create = lambda: self.client.completions.with_raw_response.create(  # noqa: E731
+                model=self.spec.path, prompt=call.prompt, **kw)
         return self._call(call, "chat completion" if self.chat else "completion", create,
                           lambda response: read(response.choices[0]), usable, legacy, completion_tokens)
 
@@ -394,7 +414,8 @@ class OpenAIModel(LanguageModel):
                 return [float(sum(picked)), len(picked)]
 
             call = echo_call(prompt + completion)
-            got = self._call(call, "completion (echo)", lambda: self.client.completions.create(
+            echo = self.client.completions.with_raw_response
+            got = self._call(call, "completion (echo)", lambda: echo.create(
                 model=self.spec.path, prompt=call.prompt, max_tokens=0, echo=True, logprobs=0), read,
                 lambda hit: logprob_fault([hit[0]]) is None, legacy_key("echo", prompt, completion), lambda _: 0)
             if got is None:
