@@ -1,8 +1,9 @@
-"""params-gpu.yaml's score-range and prefix experiments run on CPU through the code path a
-GPU run takes (``judgeaudit.runner.execute``): params-gpu.yaml's settings kept whole, tiny
-local Llamas under its model names, transformers on CPU standing in for vLLM on CUDA; the
-papers' rows carry our figures, and their "differs" text is the real models', not the
-embedded default's."""
+"""params-gpu.yaml's experiments run on CPU through the code path a GPU run takes
+(``judgeaudit.runner.execute``): tiny local Llamas under its model names, transformers on CPU
+standing in for vLLM on CUDA; score range and prefix with params-gpu.yaml's settings kept
+whole, BOAT and the PU audit with fewer items, runs and epochs but every definition the GPU
+run uses. The papers' rows carry our figures, and their "differs" text names the overlay's
+models, not the embedded default's tiny ones."""
 
 from __future__ import annotations
 
@@ -31,10 +32,9 @@ def _smaller_llama(tiny_lm, out: Path) -> Path:
     return out
 
 
-def test_the_gpu_overlay_runs_both_papers_on_cpu_and_writes_our_figures(tmp_path, tiny_lm):
-    from judgeaudit.config import load_params
-    from judgeaudit.runner.execute import execute
-
+def _cpu_overlay(tmp_path: Path, tiny_lm, extra: str = "") -> Path:
+    """params-gpu.yaml with its models replaced by tiny local Llamas (the assistants by a
+    smaller one), on CPU in one process; ``extra``: more YAML merged over it."""
     small = _smaller_llama(tiny_lm, tmp_path / "small-llama")
     names = list(read_params_file(GPU).data["models"])
     local = {"backend": "transformers", "device": "cpu", "dtype": "float32", "chat_template": "Q: {prompt}\nA:",
@@ -44,7 +44,16 @@ def test_the_gpu_overlay_runs_both_papers_on_cpu_and_writes_our_figures(tmp_path
     overlay = tmp_path / "params-gpu-on-cpu.yaml"
     overlay.write_text(f"extends: {GPU}\nmodel_defaults: {{device: cpu, dtype: float32}}\n"
                        "scale: {runner: local, processes: 1}\nmodels: !replace\n"
-                       + "".join(f"  {name}: {json.dumps(entry)}\n" for name, entry in models.items()))
+                       + "".join(f"  {name}: {json.dumps(entry)}\n" for name, entry in models.items())
+                       + extra)
+    return overlay
+
+
+def test_the_gpu_overlay_runs_both_papers_on_cpu_and_writes_our_figures(tmp_path, tiny_lm):
+    from judgeaudit.config import load_params
+    from judgeaudit.runner.execute import execute
+
+    overlay = _cpu_overlay(tmp_path, tiny_lm)
     gpu, cpu = load_params(GPU), load_params(overlay)
     assert cpu.score_range == gpu.score_range and cpu.prefix == gpu.prefix  # the experiments as the GPU runs them
     assert {gpu.models[j.main].spec.backend for j in gpu.score_range.judges} == {"vllm"}
@@ -78,3 +87,70 @@ def test_the_gpu_overlay_runs_both_papers_on_cpu_and_writes_our_figures(tmp_path
         assert all("params-gpu.yaml" in r["overlay"] for r in read_paper_rows(path))
     summary = json.loads((root / "prefix/summary.json").read_text())
     assert summary["aug_pairs"] == 3 and summary["architectures"] == {"student-qwen": "llama", "student-llama": "llama"}
+
+
+SIZES = {"n_items", "runs", "epochs", "n_pairs", "splits", "mmlu", "gsm8k"}  # sizes, and the data's paths
+
+
+def _definitions(section) -> dict:
+    """A config section without its sizes: what defines the experiment."""
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in SIZES}
+        return value
+    return strip(section.model_dump())
+
+
+def test_the_gpu_overlay_runs_boat_and_the_pu_audit_on_cpu_with_the_papers_definitions(tmp_path, tiny_lm):
+    from judgeaudit.config import load_params
+    from judgeaudit.report.pu_report import TABLE5
+    from judgeaudit.runner.execute import execute
+
+    data = ROOT / "tests" / "data"  # the benchmarks' format samples, in place of ../shared/data
+    overlay = _cpu_overlay(tmp_path, tiny_lm, (
+        "boat: {n_items: 16, runs: 2, contaminate: {epochs: 2},\n"
+        f"       real: {{mmlu: {data / 'mmlu'}, gsm8k: {data / 'gsm8k'}, n_items: 6, runs: 2}},\n"
+        "       probe: {n_items: 12}}\n"
+        "pu: {n_pairs: 40, splits: 3}\n"))
+    gpu, cpu = load_params(GPU), load_params(overlay)
+    assert _definitions(cpu.boat) == _definitions(gpu.boat) and _definitions(cpu.pu) == _definitions(gpu.pu)
+    assert gpu.boat.model == "student-qwen" and gpu.models["student-qwen"].spec.path == "Qwen/Qwen2.5-0.5B"
+    assert (gpu.boat.shot_bags, gpu.boat.jitter, gpu.boat.real.gsm8k_vanilla, gpu.boat.probe.rule) == (
+        "same", "question_jitter", "generate", "paper")  # the BOAT paper's definitions
+    assert (gpu.pu.core_filter, gpu.pu.positives) == ("winner", "all")  # the PU paper's
+
+    root = tmp_path / "data"
+    execute("boat", overlay, root)
+    execute("pu", overlay, root)
+
+    summary = json.loads((root / "boat/summary.json").read_text())
+    assert summary["settings"] == {"gsm8k_vanilla": "generate", "jitter": "question_jitter",
+                                   "shot_bags": "same"}
+    assert set(summary["real"]) == {"mmlu", "gsm8k"} and summary["probe"]["rule"] == "paper"
+    rows = read_paper_rows(root / "boat")
+    tables = {r["table"] for r in rows}
+    assert {"Main results (vanilla vs BOAT)", "Each intervention alone", "Table 1"} <= tables
+    main = {r["figure"] for r in rows if r["table"] == "Main results (vanilla vs BOAT)"}
+    assert {f"accuracy drop vanilla - BOAT | {b} | {m}" for b in ("generated", "mmlu", "gsm8k")
+            for m in ("clean", "contaminated")} == main
+    alone = [r for r in rows if r["table"] == "Each intervention alone"]
+    assert {r["figure"].split(" | ")[1] for r in alone} >= {"answer_removal", "distractor_question",
+                                                            "label_replacement", "question_jitter"}
+    for r in rows:
+        assert "tiny embedded model" not in r["differs"] and "small local model" not in r["differs"], r
+        assert "params-gpu.yaml" in r["overlay"]
+        assert r["ours"] is None or r["ci_low"] is None or r["ci_low"] <= r["ours"] <= r["ci_high"], r
+    assert all("student-qwen" in r["differs"] for r in rows if r["table"] != "Table 1"
+               and not r["table"].startswith("Probing"))
+    probing = [r for r in rows if r["table"].startswith("Probing")]
+    assert probing and all("the overlay's agents (none)" in r["differs"] for r in probing)
+
+    rows = read_paper_rows(root / "pu")
+    (table5,) = [r for r in rows if r["table"] == "Table 5"]
+    judges = {j for group in gpu.leakage.judges.values() for j in group.model_dump().values() if j}
+    judges |= set(gpu.leakage.unrelated_judges)
+    assert table5["paper_value"] == TABLE5 and table5["n"] == 40 * len(judges)  # pairs x the roster's judges
+    assert {r["figure"] for r in rows if r["table"] == "m sweep (sensitivity)"} == {
+        f"agreement gain at m = {m}, clean, mean over judges" for m in ("0.01", "0.99")}  # the paper's sweep
+    assert all("the overlay's judges" in r["differs"] and "embedded judges" not in r["differs"] for r in rows)
+    assert all(r["ci_low"] <= r["ours"] <= r["ci_high"] for r in rows if r["ci_low"] is not None)

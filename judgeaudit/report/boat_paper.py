@@ -12,6 +12,8 @@ PAPER = "Unbiased evaluator, BOAT (Chen et al., 2025)"
 OVERLAY = "params-gpu.yaml boat"
 _GENERATED = ("generated template items and a tiny embedded model fine-tuned on them, where the paper "
               "evaluates released LLMs on MMLU, ARC, GSM8K and others")
+_GENERATED_REAL = ("generated template items and {model} (the overlay's checkpoint, fine-tuned on them where "
+                   "contaminated), where the paper evaluates released LLMs on MMLU, ARC, GSM8K and others")
 _AGAINST = ("Paired over items against the un-intervened MCQ, scored as the intervened items are "
             "(on GSM8K not the generated vanilla); ")
 
@@ -31,7 +33,24 @@ def _row(table: str, figure: str, est: dict | None, differs: str, *, key: str = 
                      overlay=OVERLAY)
 
 
-def _interventions(summary: dict) -> list[dict]:
+class _Models:
+    """What the rows say of the models: the embedded default's tiny ones, or an overlay's
+    checkpoints, named (``model``: BOAT's; ``agents``: the probe's rewriters)."""
+
+    def __init__(self, model: str | None = None, agents_embedded: bool = True) -> None:
+        self.model, self.agents_embedded = model, agents_embedded
+
+    def generated(self) -> str:
+        return _GENERATED if self.model is None else _GENERATED_REAL.format(model=self.model)
+
+    def real(self) -> str:
+        return "a small local model" if self.model is None else f"{self.model}, the overlay's checkpoint"
+
+    def agents(self) -> str:
+        return "tiny local agents" if self.agents_embedded else "the overlay's agents"
+
+
+def _interventions(summary: dict, models: _Models) -> list[dict]:
     rows = []
     for r in summary.get("single", []):
         if r.get("model") != "clean":
@@ -39,19 +58,20 @@ def _interventions(summary: dict) -> list[dict]:
         rows.append(paper_row(PAPER, "Each intervention alone", f"accuracy change | {r['intervention']} | "
                               f"{r['benchmark']} | clean", ours=r["delta"], ci_low=r["delta_ci_low"],
                               ci_high=r["delta_ci_high"], n=int(r["n"]), overlay=OVERLAY,
-                              differs=_AGAINST + _GENERATED
+                              differs=_AGAINST + models.generated()
                               if r["benchmark"] == "generated" else _AGAINST + "a "
-                              "sample of the real benchmark and a small local model."))
+                              f"sample of the real benchmark and {models.real()}."))
     return rows
 
 
-def _probe(probe: dict) -> list[dict]:
+def _probe(probe: dict, models: _Models) -> list[dict]:
     rates = probe.get("rates", [])
     if not rates:
         return []
     top = max(r["strength"] for r in rates)
     rule = probe.get("rule", "paper")
-    differs = (f"Template items rewritten by a rule, by tiny local agents ({', '.join(probe.get('agents', [])) or 'none'})"
+    agents = ", ".join(probe.get("agents", [])) or "none"
+    differs = (f"Template items rewritten by a rule, by {models.agents()} ({agents})"
                f" and by BOAT, strength {top} (strength as {probe.get('strength_as')}); scored by "
                f"the roster's judges ({len(probe.get('judges', []))}), where the paper uses released LLMs.")
     rows = []
@@ -71,22 +91,24 @@ def _probe(probe: dict) -> list[dict]:
     return rows
 
 
-def boat_paper_rows(summary: dict) -> list[dict]:
+def boat_paper_rows(summary: dict, *, model: str | None = None, agents_embedded: bool = True) -> list[dict]:
     """At least one row per main table: accuracy drop per benchmark and model, each
-    intervention alone (clean model), the probing task's rates, Table 1's correlation."""
-    rows = []
+    intervention alone (clean model), the probing task's rates, Table 1's correlation.
+    ``model``: BOAT's model where it is an overlay's checkpoint (None: an embedded one);
+    ``agents_embedded``: whether the probe's agents are embedded models."""
+    said, rows = _Models(model, agents_embedded), []
     for bench, models in _benchmarks(summary).items():
         for model, s in models.items():
-            differs = (_GENERATED if bench == "generated" else
-                       f"A sample of real {bench} items and a small local model")
+            differs = (said.generated() if bench == "generated" else
+                       f"A sample of real {bench} items and {said.real()}")
             if model == "contaminated":
                 differs += "; contaminated by fine-tuning on the test items (the paper's evidence of "\
                            "contamination is a larger drop)"
             rows.append(_row("Main results (vanilla vs BOAT)", f"accuracy drop vanilla - BOAT | {bench} | {model}",
                              s.get("drop"), differs + "."))
-    rows += _interventions(summary)
+    rows += _interventions(summary, said)
     probe = summary.get("probe") or {}
-    rows += _probe(probe)
+    rows += _probe(probe, said)
     t1 = probe.get("table1")
     if t1 is not None:
         rows.append(paper_row(PAPER, "Table 1", "Pearson r of data bias and accuracy over subjects",

@@ -154,12 +154,14 @@ TABLE5 = "+1.4 to +3.7 points (MT-Bench, Chatbot Arena)"
 
 
 def pu_paper_rows(items: pd.DataFrame, sens: pd.DataFrame, *, definitions: str, seed: int, n_boot: int,
-                  confidence: float) -> list[dict]:
-    """The Papers rows of the embedded PU audit: the agreement gain clean and under each
-    attack (the paper's Table 5 and attack tables), s_j's AUC for wrong verdicts, and the
-    m sweep's ends (the collapse at small m)."""
+                  confidence: float, embedded: bool = True) -> list[dict]:
+    """The Papers rows of the PU audit: the agreement gain clean and under each attack (the
+    paper's Table 5 and attack tables), s_j's AUC for wrong verdicts, and the m sweep's ends
+    (the collapse at small m). ``embedded``: the judges are the embedded default's (else an
+    overlay's checkpoints)."""
     named = {"paper": "paper's", "ours": "our"}.get(definitions, definitions)
-    how = (f"embedded judges on known-quality pairs (correct vs degraded answer) in place of human-labelled "
+    who = "embedded judges" if embedded else "the overlay's judges (their checkpoints)"
+    how = (f"{who} on known-quality pairs (correct vs degraded answer) in place of human-labelled "
            f"MT-Bench / Chatbot Arena pairs; MiniLM in place of a reward model's embedding; {named} definitions")
     rows = []
     for condition, sub in items.groupby("condition", sort=False):

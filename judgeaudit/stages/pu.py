@@ -242,8 +242,10 @@ def run(params: Params, layout: Layout, tables: dict[str, pd.DataFrame], pool: P
     overall = table[table.qtype == "all"]
     plots = default_plots(table, items, sens, params.pu.eta, layout.pu)
     named = definitions_of(params.pu.core_filter, params.pu.positives)
+    judges = [j for group in groups for j in group if j in params.models]
+    embedded = all(params.models[j].build is not None for j in judges)
     write_paper_rows(pu_paper_rows(items, sens, definitions=named, seed=params.seed, n_boot=a.n_boot,
-                                   confidence=a.confidence), layout.pu)
+                                   confidence=a.confidence, embedded=embedded), layout.pu)
     summary = {"consistency": overall.to_dict("records"), "attack_flip_rates": flips.to_dict("records"),
                "sensitivity": sens.to_dict("records"), "encoders": encoders.to_dict("records"),
                "plots": {k: v.name for k, v in plots.items()}}
