@@ -33,24 +33,7 @@ def _row(table: str, figure: str, est: dict | None, differs: str, *, key: str = 
                      overlay=OVERLAY)
 
 
-class _Models:
-    """What the rows say of the models: the embedded default's tiny ones, or an overlay's
-    checkpoints, named (``model``: BOAT's; ``agents``: the probe's rewriters)."""
-
-    def __init__(self, model: str | None = None, agents_embedded: bool = True) -> None:
-        self.model, self.agents_embedded = model, agents_embedded
-
-    def generated(self) -> str:
-        return _GENERATED if self.model is None else _GENERATED_REAL.format(model=self.model)
-
-    def real(self) -> str:
-        return "a small local model" if self.model is None else f"{self.model}, the overlay's checkpoint"
-
-    def agents(self) -> str:
-        return "tiny local agents" if self.agents_embedded else "the overlay's agents"
-
-
-def _interventions(summary: dict, models: _Models) -> list[dict]:
+def _interventions(summary: dict, generated: str, local: str) -> list[dict]:
     rows = []
     for r in summary.get("single", []):
         if r.get("model") != "clean":
@@ -58,20 +41,20 @@ def _interventions(summary: dict, models: _Models) -> list[dict]:
         rows.append(paper_row(PAPER, "Each intervention alone", f"accuracy change | {r['intervention']} | "
                               f"{r['benchmark']} | clean", ours=r["delta"], ci_low=r["delta_ci_low"],
                               ci_high=r["delta_ci_high"], n=int(r["n"]), overlay=OVERLAY,
-                              differs=_AGAINST + models.generated()
+                              differs=_AGAINST + generated
                               if r["benchmark"] == "generated" else _AGAINST + "a "
-                              f"sample of the real benchmark and {models.real()}."))
+                              f"sample of the real benchmark and {local}."))
     return rows
 
 
-def _probe(probe: dict, models: _Models) -> list[dict]:
+def _probe(probe: dict, rewriters: str) -> list[dict]:
     rates = probe.get("rates", [])
     if not rates:
         return []
     top = max(r["strength"] for r in rates)
     rule = probe.get("rule", "paper")
     agents = ", ".join(probe.get("agents", [])) or "none"
-    differs = (f"Template items rewritten by a rule, by {models.agents()} ({agents})"
+    differs = (f"Template items rewritten by a rule, by {rewriters} ({agents})"
                f" and by BOAT, strength {top} (strength as {probe.get('strength_as')}); scored by "
                f"the roster's judges ({len(probe.get('judges', []))}), where the paper uses released LLMs.")
     rows = []
@@ -96,19 +79,20 @@ def boat_paper_rows(summary: dict, *, model: str | None = None, agents_embedded:
     intervention alone (clean model), the probing task's rates, Table 1's correlation.
     ``model``: BOAT's model where it is an overlay's checkpoint (None: an embedded one);
     ``agents_embedded``: whether the probe's agents are embedded models."""
-    said, rows = _Models(model, agents_embedded), []
-    for bench, models in _benchmarks(summary).items():
-        for model, s in models.items():
-            differs = (said.generated() if bench == "generated" else
-                       f"A sample of real {bench} items and {said.real()}")
-            if model == "contaminated":
+    generated = _GENERATED if model is None else _GENERATED_REAL.format(model=model)
+    local = "a small local model" if model is None else f"{model}, the overlay's checkpoint"
+    rows = []
+    for bench, runs in _benchmarks(summary).items():
+        for run, s in runs.items():
+            differs = (generated if bench == "generated" else f"A sample of real {bench} items and {local}")
+            if run == "contaminated":
                 differs += "; contaminated by fine-tuning on the test items (the paper's evidence of "\
                            "contamination is a larger drop)"
-            rows.append(_row("Main results (vanilla vs BOAT)", f"accuracy drop vanilla - BOAT | {bench} | {model}",
+            rows.append(_row("Main results (vanilla vs BOAT)", f"accuracy drop vanilla - BOAT | {bench} | {run}",
                              s.get("drop"), differs + "."))
-    rows += _interventions(summary, said)
+    rows += _interventions(summary, generated, local)
     probe = summary.get("probe") or {}
-    rows += _probe(probe, said)
+    rows += _probe(probe, "tiny local agents" if agents_embedded else "the overlay's agents")
     t1 = probe.get("table1")
     if t1 is not None:
         rows.append(paper_row(PAPER, "Table 1", "Pearson r of data bias and accuracy over subjects",
