@@ -2,14 +2,16 @@
 (``judgeaudit.runner.execute``): tiny local Llamas under its model names, transformers on CPU
 standing in for vLLM on CUDA; score range and prefix with params-gpu.yaml's settings kept
 whole, BOAT and the PU audit with fewer items, runs and epochs but every definition the GPU
-run uses. The papers' rows carry our figures, and their "differs" text names the overlay's
-models, not the embedded default's tiny ones."""
+run uses, and the preference-leakage study from the generators' answers to the mitigations with
+fewer prompts and epochs. The papers' rows carry our figures, and their "differs" text names
+the overlay's models, not the embedded default's tiny ones."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from judgeaudit.params_file import read_params_file
@@ -32,14 +34,15 @@ def _smaller_llama(tiny_lm, out: Path) -> Path:
     return out
 
 
-def _cpu_overlay(tmp_path: Path, tiny_lm, extra: str = "") -> Path:
-    """params-gpu.yaml with its models replaced by tiny local Llamas (the assistants by a
-    smaller one), on CPU in one process; ``extra``: more YAML merged over it."""
-    small = _smaller_llama(tiny_lm, tmp_path / "small-llama")
+def _cpu_overlay(tmp_path: Path, tiny_lm, extra: str = "", small: tuple[str, ...] = ("asst-",)) -> Path:
+    """params-gpu.yaml with its models replaced by tiny local Llamas (those whose names start
+    with one of ``small``, the assistants by default, by a smaller one), on CPU in one process;
+    ``extra``: more YAML merged over it."""
+    smaller = _smaller_llama(tiny_lm, tmp_path / "small-llama")
     names = list(read_params_file(GPU).data["models"])
     local = {"backend": "transformers", "device": "cpu", "dtype": "float32", "chat_template": "Q: {prompt}\nA:",
              "max_length": 128}
-    models = {name: {"spec": {**local, "path": str(small if name.startswith("asst-") else tiny_lm.spec.path)}}
+    models = {name: {"spec": {**local, "path": str(smaller if name.startswith(small) else tiny_lm.spec.path)}}
               for name in names}
     overlay = tmp_path / "params-gpu-on-cpu.yaml"
     overlay.write_text(f"extends: {GPU}\nmodel_defaults: {{device: cpu, dtype: float32}}\n"
@@ -89,7 +92,8 @@ def test_the_gpu_overlay_runs_both_papers_on_cpu_and_writes_our_figures(tmp_path
     assert summary["aug_pairs"] == 3 and summary["architectures"] == {"student-qwen": "llama", "student-llama": "llama"}
 
 
-SIZES = {"n_items", "runs", "epochs", "n_pairs", "splits", "mmlu", "gsm8k"}  # sizes, and the data's paths
+# sizes, and the data's paths
+SIZES = {"n_items", "runs", "epochs", "n_pairs", "splits", "max_pairs", "mmlu", "gsm8k"}
 
 
 def _definitions(section) -> dict:
@@ -111,7 +115,8 @@ def test_the_gpu_overlay_runs_boat_and_the_pu_audit_on_cpu_with_the_papers_defin
         "boat: {n_items: 16, runs: 2, contaminate: {epochs: 2},\n"
         f"       real: {{mmlu: {data / 'mmlu'}, gsm8k: {data / 'gsm8k'}, n_items: 6, runs: 2}},\n"
         "       probe: {n_items: 12}}\n"
-        "pu: {n_pairs: 40, splits: 3}\n"))
+        "pu: {n_pairs: 40, splits: 3}\n"
+        "attacks: {max_new_tokens: 8}\n"))
     gpu, cpu = load_params(GPU), load_params(overlay)
     assert _definitions(cpu.boat) == _definitions(gpu.boat) and _definitions(cpu.pu) == _definitions(gpu.pu)
     assert gpu.boat.model == "student-qwen" and gpu.models["student-qwen"].spec.path == "Qwen/Qwen2.5-0.5B"
@@ -154,3 +159,58 @@ def test_the_gpu_overlay_runs_boat_and_the_pu_audit_on_cpu_with_the_papers_defin
         f"agreement gain at m = {m}, clean, mean over judges" for m in ("0.01", "0.99")}  # the paper's sweep
     assert all("the overlay's judges" in r["differs"] and "embedded judges" not in r["differs"] for r in rows)
     assert all(r["ci_low"] <= r["ours"] <= r["ci_high"] for r in rows if r["ci_low"] is not None)
+
+
+LEAKAGE = ("bootstrap", "generate", "train", "respond", "judge", "audit", "robustness", "leakage_studies")
+
+
+def test_the_gpu_overlay_runs_the_preference_leakage_study_on_cpu_with_its_definitions(tmp_path, tiny_lm):
+    from judgeaudit.config import load_params
+    from judgeaudit.report.leakage_paper import EMBEDDED, MITIGATIONS
+    from judgeaudit.runner.execute import execute
+
+    # the Llama family's models smaller than the others', so that its judges' verdicts differ
+    smaller = ("asst-", "gen-llama", "sib-llama", "student-llama")
+    overlay = _cpu_overlay(tmp_path, tiny_lm, small=smaller, extra=(
+        "corpus: {n_train_prompts: 12, n_eval_prompts: 6}\n"
+        "generate: {max_new_tokens: 8}\n"
+        "train: {sft: {epochs: 1, batch_size: 8}, dpo: {epochs: 1, batch_size: 8}, icl_shots: 1}\n"
+        "audit: {n_boot: 200}\n"
+        "recognition: {max_pairs: 20}\n"
+        "mitigation: {cot_tokens: 4}\n"
+        "attacks: {max_new_tokens: 8}\n"))
+    gpu, cpu = load_params(GPU), load_params(overlay)
+    for section in ("leakage", "judge", "leakage_studies", "recognition"):  # the study as the GPU runs it
+        assert _definitions(getattr(cpu, section)) == _definitions(getattr(gpu, section)), section
+    assert cpu.train.dpo_beta == gpu.train.dpo_beta
+    assert cpu.attacks.rewriter == gpu.attacks.rewriter == "unrelated"
+    assert gpu.judge.mode == "prompted"
+    assert {gpu.models[r["judge"]].spec.backend for r in gpu.judge_roster()} == {"vllm"}
+    inheriting = [g for g in gpu.leakage.generators if gpu.leakage.judges[g].inheritance]
+    assert len(inheriting) == 2  # a pair of generators, so that the inheritance tier has a PLS
+
+    root = tmp_path / "data"
+    for stage in LEAKAGE:
+        execute(stage, overlay, root)
+
+    rows = {stage: read_paper_rows(root / stage) for stage in ("metrics", "robustness", "leakage_studies")}
+    figures = {r["figure"] for r in rows["metrics"]}
+    assert {f"PLS, {m} students, {t} judges" for m in ("SFT", "DPO", "ICL")
+            for t in ("same model", "inheritance", "same family")} == figures
+    assert all(r["n"] == 6 for r in rows["metrics"])  # the held-out prompts
+    mitigation = [r for r in rows["robustness"] if r["table"] == "mitigation table"]
+    assert [r["figure"].split(" under ")[1].split(",")[0] for r in mitigation] == [
+        "plain judging", *MITIGATIONS[1:]] * 2  # PLS, then Error Bias: the paper's six rows
+    assert all(r["n"] == 3 for r in mitigation)  # the held-out half; the other half calibrates
+    assert all("paraphrased by unrelated" in r["differs"] for r in mitigation if "paraphrase" in r["figure"])
+    assert {r["table"] for r in rows["leakage_studies"]} == {"Figure: data mixing"}
+    for r in (r for stage_rows in rows.values() for r in stage_rows):
+        assert EMBEDDED not in r["differs"] and "the overlay's checkpoints" in r["differs"], r
+        assert "params-gpu.yaml" in r["overlay"]
+        assert r["ci_low"] <= r["ours"] <= r["ci_high"], r
+    judgments = pd.read_parquet(root / "judgments/judgments.parquet")
+    assert set(judgments["mode"]) == {"prompted"} and set(judgments["order"]) == {"AB", "BA"}
+    # the judges differ: PLS is not 0 by construction
+    assert judgments.groupby("judge")["p_a"].mean().nunique() > 1
+    summary = json.loads((root / "leakage_studies/summary.json").read_text())
+    assert [p["share"] for p in summary["mixing"]["points"]] == gpu.leakage_studies.shares

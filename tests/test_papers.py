@@ -149,3 +149,28 @@ def test_the_leakage_papers_rows_judge_its_findings_by_our_intervals():
     assert "by construction" in next(r for r in rows if "paraphrase" in r["figure"])["differs"]  # ...by design
     assert verdict["PLS under contextual-calibration"] is True  # helps, as in the paper
     assert verdict["related judges picking their own student's response"] is True  # no better than chance
+
+
+def test_the_mitigation_rows_set_error_bias_beside_pls_with_the_papers_figures():
+    from judgeaudit.report.leakage_paper import EMBEDDED, MITIGATIONS, robustness_paper_rows, setting
+
+    def mit(metric, c, e, lo, hi):
+        return {"metric": metric, "tier": "same", "condition": c, "estimate": e, "ci_low": lo, "ci_high": hi,
+                "n": 30}
+    table = [mit(m, c, 0.3, 0.2, 0.4) for m in ("pls", "error_bias") for c in MITIGATIONS]
+    table[-1] = mit("error_bias", "contextual-calibration", 0.05, -0.05, 0.15)  # below plain's CI
+    table.append(mit("error_bias", "plain", 0.9, 0.8, 1.0) | {"tier": "inheritance"})  # another tier: no row
+    real = setting(["gen-qwen", "gen-gemma"], ["student-qwen"], embedded=False)
+    rows = robustness_paper_rows({"mitigation": table}, real, rewriter="unrelated")
+    eb = [r for r in rows if r["figure"].startswith("Error Bias")]
+    assert [r["figure"].split(" under ")[1].split(",")[0] for r in eb] == [
+        "plain judging", *MITIGATIONS[1:]]  # the paper's six rows, in its order
+    by = {r["figure"].split(",")[0]: r for r in rows}
+    assert by["Error Bias under plain judging"]["reproduces"] is True  # CI above 0: the related judges lean
+    assert by["Error Bias under plain judging"]["paper_value"] == "17.8"
+    assert by["Error Bias under contextual-calibration"]["reproduces"] is True  # below plain, as the paper
+    assert by["Error Bias under prompting"]["reproduces"] is True  # no help, as in the paper
+    assert by["Error Bias under chain-of-thought"]["paper_value"] is None  # not quoted: blank, not invented
+    assert all("student-qwen" in r["differs"] and EMBEDDED not in r["differs"] for r in rows)
+    paraphrase = by["Error Bias under paraphrase"]["differs"]
+    assert "unrelated" in paraphrase and "by construction" not in paraphrase  # by an LLM, as the paper

@@ -4,6 +4,7 @@ roster, a model's spec)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
@@ -142,6 +143,11 @@ class Params(Strict):
         roster += [{"judge": j, "tier": "unrelated", "related_generator": None}
                    for j in self.leakage.unrelated_judges]
         return roster
+
+    def all_built(self, names: Iterable[str]) -> bool:
+        """Whether every model named is one the pipeline builds (the embedded default's kind),
+        not a real checkpoint: what a paper row says its figure comes from."""
+        return all(self.models[n].build is not None for n in names)
 
     def spec_for(self, name: str, root: Path) -> ModelSpec:
         """The spec a model loads with: given (real checkpoint) or built under ``root``."""

@@ -10,14 +10,14 @@ from judgeaudit.audits.leakage import leakage_scores, pair_scores, win_rates
 from judgeaudit.audits.stats import clustered_share
 from judgeaudit.config import Params
 from judgeaudit.layout import Layout
-from judgeaudit.report.leakage_paper import audit_paper_rows
+from judgeaudit.report.leakage_paper import audit_paper_rows, setting_of
 from judgeaudit.report.paper_rows import write_paper_rows
 from judgeaudit.stagekit.declare import Stage
 from judgeaudit.stagekit.io import publish, write
 from judgeaudit.stagekit.pool import Pool
 from judgeaudit.tables import write_json
 
-STAGE = Stage(name="audit", params=("seed", "leakage", "audit"), deps=("judgments", "prompts"),
+STAGE = Stage(name="audit", params=("seed", "models", "leakage", "audit"), deps=("judgments", "prompts"),
               outs=("metrics",), reads=("judgments", "prompts"), metrics=("metrics/summary.json",))
 
 
@@ -80,6 +80,6 @@ def run(params: Params, layout: Layout, tables: dict[str, pd.DataFrame], pool: P
     publish(pls, "pls", "audit", layout.metrics / "pls.parquet", layout)
     write(by_task, layout.metrics / "pls_by_task.parquet")
     write_json(summary, layout.metrics / "summary.json")
-    write_paper_rows(audit_paper_rows(summary), layout.metrics)
+    write_paper_rows(audit_paper_rows(summary, setting_of(params)), layout.metrics)
     log.info("PLS by tier: %s", summary["pls_by_tier"])
     return summary

@@ -221,9 +221,9 @@ def run(params: Params, layout: Layout, tables: dict[str, pd.DataFrame], pool: P
     results, summary = boat_tables(params, evaluated, notes, probe.result())
     publish(results, "boat_results", "boat", layout.boat / "results.parquet", layout)
     write_json(summary, layout.boat / "summary.json")
-    embedded = params.models[params.boat.model].build is not None
+    embedded = params.all_built([params.boat.model])
     agents = params.boat.probe.agents  # none: the probe's rule alone, said as of the overlay's model
-    agents_embedded = all(params.models[a].build is not None for a in agents) if agents else embedded
+    agents_embedded = params.all_built(agents) if agents else embedded
     write_paper_rows(boat_paper_rows(summary, model=None if embedded else params.boat.model,
                                      agents_embedded=agents_embedded), layout.boat)
     return {name: {k: round(summary[name][k]["accuracy"], 3) for k in ("vanilla", "boat")}

@@ -33,7 +33,7 @@ from judgeaudit.generation.corpus import make_items
 from judgeaudit.generation.styles import STYLES, render
 from judgeaudit.judging.student_pairs import comparisons, judge_pairs
 from judgeaudit.layout import Layout
-from judgeaudit.report.leakage_paper import studies_paper_rows
+from judgeaudit.report.leakage_paper import setting_of, studies_paper_rows
 from judgeaudit.report.leakage_studies_report import plot_leakage_studies
 from judgeaudit.report.paper_rows import write_paper_rows
 from judgeaudit.stagekit.declare import MODELS, Stage
@@ -213,7 +213,11 @@ def run(params: Params, layout: Layout, tables: dict[str, pd.DataFrame], pool: P
     for name in ("responses", "judgments", "mixing", "scale"):
         write(result[name], out / f"{name}.parquet")
     write_json(result["summary"], out / "summary.json")
-    write_paper_rows(studies_paper_rows(result["summary"]), out)
+    ls = params.leakage_studies
+    studied = dict.fromkeys([ls.mixing_student, *ls.scale_students])  # in order, once each
+    write_paper_rows(studies_paper_rows(result["summary"], setting_of(params, studied)), out)
     plot_leakage_studies(result["summary"], out / "leakage_studies.png")
     fits = {k: result["summary"][k]["fit"] for k in ("mixing", "scale")}
-    return {k: {"slope": round(fit["slope"], 4), "r2": round(fit["r2"], 3)} for k, fit in fits.items()}
+    # r2 is None where PLS is flat over the conditions: no line to judge
+    return {k: {"slope": round(fit["slope"], 4), "r2": None if fit["r2"] is None else round(fit["r2"], 3)}
+            for k, fit in fits.items()}

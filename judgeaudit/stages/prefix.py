@@ -284,7 +284,7 @@ def run(params: Params, layout: Layout, tables: dict[str, pd.DataFrame], pool: P
                                 for b in every_base(params)}
     summary["built"] = built
     write_json(summary, layout.prefix / "summary.json")
-    embedded = all(b in scratch_bases(params)[0] or params.models[b].build is not None for b in every_base(params))
+    embedded = params.all_built(b for b in every_base(params) if b not in scratch_bases(params)[0])
     write_paper_rows(prefix_paper_rows(summary, embedded=embedded, overlay=OVERLAY), layout.prefix)
     return {f"{r['source']}/{r['base']}/{r['variant']}/{r['trained_group']}/{r['group']}":
             round(r["alpha_bar"], 3) for r in summary["rows"]}

@@ -243,7 +243,7 @@ def run(params: Params, layout: Layout, tables: dict[str, pd.DataFrame], pool: P
     plots = default_plots(table, items, sens, params.pu.eta, layout.pu)
     named = definitions_of(params.pu.core_filter, params.pu.positives)
     judges = [j for group in groups for j in group if j in params.models]
-    embedded = all(params.models[j].build is not None for j in judges)
+    embedded = params.all_built(judges)
     write_paper_rows(pu_paper_rows(items, sens, definitions=named, seed=params.seed, n_boot=a.n_boot,
                                    confidence=a.confidence, embedded=embedded), layout.pu)
     summary = {"consistency": overall.to_dict("records"), "attack_flip_rates": flips.to_dict("records"),

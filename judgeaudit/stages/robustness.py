@@ -27,7 +27,7 @@ from judgeaudit.config import Params
 from judgeaudit.judging.student_pairs import (attack_losers, binary_verdicts, comparisons, judge_pairs,
                                               load_judge)
 from judgeaudit.layout import Layout
-from judgeaudit.report.leakage_paper import robustness_paper_rows
+from judgeaudit.report.leakage_paper import robustness_paper_rows, setting_of
 from judgeaudit.report.paper_rows import write_paper_rows
 from judgeaudit.report.robustness_report import plot_mitigations
 from judgeaudit.stagekit.declare import MODELS, Stage
@@ -300,5 +300,6 @@ def run(params: Params, layout: Layout, tables: dict[str, pd.DataFrame], pool: P
         summary["recognition"] = {"judges": recognised.to_dict("records"),
                                   "classifier": classifier.to_dict("records")}
     write_json(summary, out / "summary.json")
-    write_paper_rows(robustness_paper_rows(summary), out)
+    rows = robustness_paper_rows(summary, setting_of(params), rewriter=params.attacks.rewriter)
+    write_paper_rows(rows, out)
     return {"conditions": sorted(set(ablation.condition))}

@@ -392,8 +392,8 @@ def run(params: Params, layout: Layout, tables: dict[str, pd.DataFrame], pool: P
     plot_histograms(summary, out / "histograms.png")
     plot_grid(grid, out / "grid.png")
     write_score_range_report(corr, summary, out / "report.md")
-    embedded = all(params.models[getattr(p, role)].build is not None
-                   for p in score_range_pairs(params) for role in ("main", "assistant"))
+    embedded = params.all_built(getattr(p, role) for p in score_range_pairs(params)
+                                for role in ("main", "assistant"))
     write_paper_rows(score_range_paper_rows(summary, embedded=embedded, overlay=OVERLAY), out)
     spearman = corr[(corr.kind == "spearman") & corr.method.isin(["greedy", "cd_expected"])]
     return {f"{r.judge}+{r.assistant}/{r.score_range}/{r.method}": round(r.estimate, 3)
