@@ -71,11 +71,14 @@ def test_full_audit_flow(tiny_audit):
     assert list(scale.student_base) == ["student-mini", "student"] and scale.n_parameters.is_monotonic_increasing
     assert "Data mixing and model scale" in (first / "report/report.html").read_text()
     # the preference-leakage paper's tables beside ours: 3 tiers x 3 methods, recognition by the
-    # judges and by the classifier, five mitigations against plain, the mixing figure's two
+    # judges and by the classifier, plain and five mitigations for PLS and for Error Bias, the
+    # mixing figure's two
     leak = {stage: json.loads((first / stage / "paper_rows.json").read_text())
             for stage in ("metrics", "robustness", "leakage_studies")}
     assert len(leak["metrics"]) == 9 and len(leak["leakage_studies"]) == 2
-    assert [r["table"] for r in leak["robustness"]].count("mitigation table") == 5
+    mitigation = [r for r in leak["robustness"] if r["table"] == "mitigation table"]
+    assert [r["figure"].split(" under ")[0] for r in mitigation] == ["PLS"] * 6 + ["Error Bias"] * 6
+    assert all(r["ci_low"] <= r["ours"] <= r["ci_high"] for r in mitigation)
     assert [r["table"] for r in leak["robustness"]].count("Table 5 (recognition)") == 2
     table1 = next(r for r in leak["metrics"] if r["table"] == "Table 1 (main)")
     assert table1["ours"] == report["summary"]["pls_by_tier_method"]["same/sft"]["estimate"]
