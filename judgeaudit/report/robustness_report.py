@@ -13,10 +13,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from judgeaudit.report.format import copy_images, html_table, with_ci  # noqa: E402
+from judgeaudit.report.leakage_paper import MITIGATIONS as MITIGATION_ORDER  # noqa: E402  the paper's order
 from judgeaudit.report.plots import save_tight  # noqa: E402
-
-
-MITIGATION_ORDER = ["plain", "prompting", "chain-of-thought", "paraphrase", "automatic-calibration", "contextual-calibration"]
 
 
 def plot_mitigations(table: pd.DataFrame, path: Path) -> Path:
