@@ -170,7 +170,7 @@ def test_the_gpu_overlay_runs_the_preference_leakage_study_on_cpu_with_its_defin
     from judgeaudit.runner.execute import execute
 
     # the Llama family's models smaller than the others', so that its judges' verdicts differ
-    smaller = ("asst-", "gen-llama", "sib-llama", "student-llama")
+    smaller = ("asst-", "gen-llama", "inh-llama", "sib-llama", "student-llama")
     overlay = _cpu_overlay(tmp_path, tiny_lm, small=smaller, extra=(
         "corpus: {n_train_prompts: 12, n_eval_prompts: 6}\n"
         "generate: {max_new_tokens: 8}\n"
@@ -187,7 +187,7 @@ def test_the_gpu_overlay_runs_the_preference_leakage_study_on_cpu_with_its_defin
     assert gpu.judge.mode == "prompted"
     assert {gpu.models[r["judge"]].spec.backend for r in gpu.judge_roster()} == {"vllm"}
     inheriting = [g for g in gpu.leakage.generators if gpu.leakage.judges[g].inheritance]
-    assert len(inheriting) == 2  # a pair of generators, so that the inheritance tier has a PLS
+    assert len(inheriting) == 3  # every generator: the inheritance tier has a PLS for each pair
 
     root = tmp_path / "data"
     for stage in LEAKAGE:
