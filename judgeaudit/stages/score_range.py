@@ -44,7 +44,7 @@ STAGE = Stage(
 
 
 OVERLAY = ("params-gpu.yaml `score_range`: Qwen2.5-7B-Instruct with Qwen2.5-0.5B-Instruct and "
-           "Llama-3.1-8B-Instruct with Llama-3.2-1B-Instruct as assistants, on vLLM")
+           "Meta-Llama-3-8B-Instruct with Llama-3.2-1B-Instruct as assistants, on vLLM")
 
 
 def graded_items(params: Params, n: int, seed: int, prefix: str) -> pd.DataFrame:

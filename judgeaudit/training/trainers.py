@@ -15,6 +15,7 @@ from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, set_seed
 
 from judgeaudit.config import TrainArgs
+from judgeaudit.models.reward_input import reward_ids
 from judgeaudit.tables import atomic_dir
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -153,8 +154,14 @@ def reward_model(base: str | Path, rows: list[dict], out: str | Path, args: Trai
     logging.getLogger("transformers").setLevel(logging.ERROR)
     tokenizer = AutoTokenizer.from_pretrained(str(base))
     model = AutoModelForSequenceClassification.from_pretrained(str(base), num_labels=1, dtype=torch.float32)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
     model.config.pad_token_id = tokenizer.pad_token_id
-    data = Dataset.from_list([{"chosen": r["chosen"], "rejected": r["rejected"]} for r in rows])
+    # pre-tokenized as the scorer tokenizes (judgeaudit.models.reward_input): trl then neither
+    # appends its own EOS nor drops the pairs longer than max_length
+    data = Dataset.from_list([{"chosen_ids": reward_ids(tokenizer, r["chosen"], max_length),
+                               "rejected_ids": reward_ids(tokenizer, r["rejected"], max_length)}
+                              for r in rows])
     with atomic_dir(out) as tmp:
         config = RewardConfig(max_length=max_length, **_common(args, seed, tmp))
         trainer = _quiet(RewardTrainer(model=model, args=config, train_dataset=data, processing_class=tokenizer))
