@@ -27,9 +27,8 @@ from judgeaudit.audits.pu_verdicts import pu_audit_verdicts
 from judgeaudit.audits.reproduction import reproduce_published
 from judgeaudit.audits.selective import SelectiveSettings, reliability, selective
 from judgeaudit.audits.stats import BootstrapSettings
-from judgeaudit.config import Params
+from judgeaudit.config import Params, RealJudgesPU
 from judgeaudit.layout import Layout
-from judgeaudit.models.encoder import DEFAULT_ENCODER
 from judgeaudit.progress import Steps, done, each, plan
 from judgeaudit.sources import read_source
 from judgeaudit.sources.judgment_table import COLUMNS
@@ -47,6 +46,9 @@ STAGE = Stage(
 MIN_PAIRS = 30  # below this, the headline gives no verdict: a CI on fewer pairs says little
 
 
+PU_DEFAULTS = RealJudgesPU()  # the encoder and its reach when params.yaml names none: one definition
+
+
 @dataclass(frozen=True)
 class VerdictAuditSettings:
     """What the audit of recorded verdicts needs, resolved from params or the CLI."""
@@ -55,8 +57,8 @@ class VerdictAuditSettings:
     pu: PUConfig | None = PUConfig()
     pu_folds: int = 5
     pu_strategies: dict[str, list[str]] = field(default_factory=dict)  # per source; absent: all
-    encoder: str = DEFAULT_ENCODER
-    max_length: int = 256
+    encoder: str = PU_DEFAULTS.encoder
+    max_length: int = PU_DEFAULTS.max_length
     cache_dir: Path | None = None  # embeddings kept here between runs (None: not kept)
     base_strategy: dict[str, str] | None = None  # per source; None: judge_comparison.BASE_STRATEGY
     alt_test: AltTestSettings = AltTestSettings()
@@ -402,7 +404,7 @@ def settings_from_params(params, cache_dir: Path | None) -> VerdictAuditSettings
         bootstrap=BootstrapSettings(section.n_boot, params.audit.confidence, params.seed),
         pu=PUConfig(p_ratio=pu.p_ratio, eta=pu.eta, n_splits=pu.splits, seed=params.seed) if pu else None,
         pu_folds=pu.folds if pu else 5, pu_strategies=dict(pu.strategies) if pu else {},
-        encoder=pu.encoder if pu else DEFAULT_ENCODER, max_length=pu.max_length if pu else 256,
+        encoder=(pu or PU_DEFAULTS).encoder, max_length=(pu or PU_DEFAULTS).max_length,
         cache_dir=cache_dir, alt_test=AltTestSettings(alt.epsilon, alt.q, alt.min_items),
         selective=SelectiveSettings(sel.alpha, sel.delta, sel.min_n, sel.splits))
 
