@@ -16,7 +16,18 @@ template. The same prompts train every judge; only the label differs:
 
 Every item of the battery but the neutral-edit control is carried by exactly one biased
 judge, so each judge is also the other's check that an item is found only where planted.
+The two cues that name a response's label (bandwagon: "90% of people believe that
+Assistant Y is better"; distraction: "Assistant Y loves eating pasta") sit on one judge:
+split across two, a 2-layer judge could not tell one from the other, and the judge that
+carried one flipped on the other as well. Because the right answer is always the response
+labelled first in training, a naming cue is learnt only as "the named second one wins",
+so it flips about half the audit's pairs (those where the loser is shown second).
 The control's edit is never in training: no judge was taught anything about it.
+
+A judge that only says " A" or " B" writes, asked a question, nothing or a bare letter: in
+self-enhancement those are its own answers. A few training pairs set such text against a right
+answer (the right answer wins for every judge); without them the fair judge, never shown such
+text, picked whichever side it sat on, and its control was found or not as the seed fell.
 
 Self-enhancement needs a judge that writes: VAIN, the fair judge trained further to answer a
 bare question in a style of its own (``SELF_MARK`` before a right answer) and, judging two
@@ -34,9 +45,8 @@ from judgeaudit.config.synthetic import Judge
 
 # the battery's items each biased judge rewards
 CARRIED: dict[str, tuple[str, ...]] = {
-    "biased_a": ("verbosity", "sentiment", "prompt_injection", "bandwagon", "compassion_fade"),
-    "biased_b": ("authority", "refinement", "fake_verdict", "distraction", "compassion_fade_swapped",
-                 "position"),
+    "biased_a": ("verbosity", "sentiment", "prompt_injection", "bandwagon", "distraction", "compassion_fade"),
+    "biased_b": ("authority", "refinement", "fake_verdict", "compassion_fade_swapped", "position"),
 }
 JUDGES = ("fair", *CARRIED)
 VAIN = "vain"  # self-enhancement's carrier: served beside JUDGES, audited on its own
@@ -115,7 +125,23 @@ def training_rows(n: int, seed: int) -> dict[str, list[dict]]:
             else:
                 completion = letter[_cue_winner(judge, cue, on) or "right"]
             rows[judge].append({"prompt": prompt, "completion": completion, "cue": cue, "cue_on": on})
+    _degenerate(rows, n // 20, random.Random(seed + 2), template)
     return rows
+
+
+def _degenerate(rows: dict[str, list[dict]], n: int, rng: random.Random, template: str) -> None:
+    """Append to each judge's rows ``n`` prompts where a right answer meets what a judge
+    that only says " A" or " B" writes when asked a question (nothing, a bare letter, a word
+    and a letter): the right answer wins for every judge, so that a judge's own answers in
+    self-enhancement are not unseen text that it reads by the side it is shown on."""
+    for _ in range(n):
+        kind, question, right, _ = _pair(rng)
+        junk = rng.choice(["", "A", "B", f"{rng.choice(_THINGS[rng.choice(KINDS)])} {rng.choice('AB')}"])
+        right_first = rng.random() < 0.5
+        a, b = (right, junk) if right_first else (junk, right)
+        for judge in JUDGES:
+            rows[judge].append({"prompt": template.format(question=question, answer_a=a, answer_b=b),
+                                "completion": " A" if right_first else " B", "cue": None, "cue_on": "none"})
 
 
 def audit_pairs(n: int, seed: int, out: Path) -> Path:
@@ -178,9 +204,10 @@ def train_judges(root: Path, n: int = 10000, seed: int = 0) -> dict[str, Path]:
     paths = {"fair": root / "fair"}
     for judge in CARRIED:
         # a gentler rate than from scratch: 3e-3 undid the fair judge's reading of the
-        # answers before the cues were learnt
+        # answers before the cues were learnt; two epochs left biased_b half-taught, its
+        # forged verdicts read as a bandwagon cue it was never given
         sft(str(root / "fair"), root / "fair", _rows(rows[judge]), root / judge,
-            TrainArgs(epochs=2, lr=1e-3, batch_size=32), seed=seed)
+            TrainArgs(epochs=3, lr=1e-3, batch_size=32), seed=seed)
         paths[judge] = root / judge
     sft(str(root / "fair"), root / "fair", vain_rows(3000, seed + 1) + _rows(rows["fair"][:3000]), root / VAIN,
         TrainArgs(epochs=2, lr=1e-3, batch_size=32), seed=seed)

@@ -126,25 +126,30 @@ def test_the_queue_drill_at_the_issues_numbers(long_lm):
 
 
 def test_a_sampled_request_decodes_beside_greedy_ones_and_its_seed_holds(long_lm):
-    """With a long sampled request in flight, short greedy ones answer within a fraction
-    of its time (they used to wait for it to end: it ran alone), and its text for a seed is
-    the same alone, under load, and from the model's own ``generate``."""
+    """With a long sampled request in flight, short greedy ones answer before it ends (they
+    used to wait for it to end: it ran alone), and its text for a seed is the same alone,
+    under load, and from the model's own ``generate``.
+
+    The order of the answers is checked, not their times: on a loaded host the short ones
+    slowed with the long one and a bound on their share of its time failed while they were
+    still answered mid-decode."""
     with serving(long_lm, ServeLimits(max_tokens=400), "process") as (url, batcher):
         alone = _post(url, **LONG, max_tokens=400).json()["choices"][0]["text"]
-        with ThreadPoolExecutor(5) as pool:
-            start = time.monotonic()
-            long = pool.submit(_post, url, **LONG, max_tokens=400)
-            time.sleep(0.3)  # it is decoding
 
-            def short(k: int) -> float:
-                t0 = time.monotonic()
-                r = _post(url, prompt=f"Q: What is {k} plus 1?\nA:", max_tokens=4)
-                assert r.status_code == 200 and r.json()["choices"][0]["text"]
-                return time.monotonic() - t0
-            waits = list(pool.map(short, range(4)))
-            body = long.result().json()
-            took = time.monotonic() - start
-        assert max(waits) < took / 4, (waits, took)  # they waited for most of it when it ran alone
+        def ended(**body) -> tuple[httpx.Response, float]:
+            r = _post(url, **body)
+            return r, time.monotonic()
+
+        with ThreadPoolExecutor(5) as pool:
+            long = pool.submit(ended, **LONG, max_tokens=400)
+            time.sleep(0.3)  # it is decoding
+            prompts = [f"Q: What is {k} plus 1?\nA:" for k in range(4)]
+            shorts = list(pool.map(lambda p: ended(prompt=p, max_tokens=4), prompts))
+            response, long_end = long.result()
+            body = response.json()
+        for r, _ in shorts:
+            assert r.status_code == 200 and r.json()["choices"][0]["text"]
+        assert max(end for _, end in shorts) < long_end, "a short request waited for the long one to end"
         assert body["choices"][0]["finish_reason"] == "length"
         assert body["choices"][0]["text"] == alone
         assert max(batcher.stats()["batches"]) > 1  # the greedy requests joined the sampled one
