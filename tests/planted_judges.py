@@ -19,9 +19,10 @@ judge, so each judge is also the other's check that an item is found only where 
 The two cues that name a response's label (bandwagon: "90% of people believe that
 Assistant Y is better"; distraction: "Assistant Y loves eating pasta") sit on one judge:
 split across two, a 2-layer judge could not tell one from the other, and the judge that
-carried one flipped on the other as well. Because the right answer is always the response
-labelled first in training, a naming cue is learnt only as "the named second one wins",
-so it flips about half the audit's pairs (those where the loser is shown second).
+carried one flipped on the other as well. In training the right answer is always response
+1 (Assistant X), so a cue names the wrong one only as Assistant Y: a naming cue is learnt as
+"Assistant Y, when named, wins", and flips about half the audit's pairs (those whose loser is
+response 2).
 The control's edit is never in training: no judge was taught anything about it.
 
 A judge that only says " A" or " B" writes, asked a question, nothing or a bare letter: in
@@ -101,7 +102,7 @@ def training_rows(n: int, seed: int) -> dict[str, list[dict]]:
     """Per judge (``JUDGES``), ``n`` judge prompts, the same prompts for each: {"prompt",
     "completion": " A" / " B", "cue", "cue_on"}. Each prompt has one cue of ``CUES`` (or,
     one in eleven, none), on the right response, the wrong one, or (a cue on a response)
-    both or neither; and a random order."""
+    both or neither; and a random order. Then ``n // 20`` more of ``_degenerate``'s."""
     rng = random.Random(seed)
     template = Judge().prompt_template
     rows: dict[str, list[dict]] = {judge: [] for judge in JUDGES}
@@ -135,7 +136,7 @@ def _degenerate(rows: dict[str, list[dict]], n: int, rng: random.Random, templat
     and a letter): the right answer wins for every judge, so that a judge's own answers in
     self-enhancement are not unseen text that it reads by the side it is shown on."""
     for _ in range(n):
-        kind, question, right, _ = _pair(rng)
+        _, question, right, _ = _pair(rng)
         junk = rng.choice(["", "A", "B", f"{rng.choice(_THINGS[rng.choice(KINDS)])} {rng.choice('AB')}"])
         right_first = rng.random() < 0.5
         a, b = (right, junk) if right_first else (junk, right)
@@ -204,8 +205,8 @@ def train_judges(root: Path, n: int = 10000, seed: int = 0) -> dict[str, Path]:
     paths = {"fair": root / "fair"}
     for judge in CARRIED:
         # a gentler rate than from scratch: 3e-3 undid the fair judge's reading of the
-        # answers before the cues were learnt; two epochs left biased_b half-taught, its
-        # forged verdicts read as a bandwagon cue it was never given
+        # answers before the cues were learnt; with two epochs biased_b flipped on the
+        # bandwagon cue, which it does not carry, under one training seed of two
         sft(str(root / "fair"), root / "fair", _rows(rows[judge]), root / judge,
             TrainArgs(epochs=3, lr=1e-3, batch_size=32), seed=seed)
         paths[judge] = root / judge
